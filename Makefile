@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+# uskb — plain Makefile. Variables: PREFIX, DESTDIR, CC, SANITIZE (e.g.
+# address,undefined or thread), V=1 for full command lines.
+
+VERSION     := 0.1.0
+SOVERSION   := 0
+PREFIX      ?= /usr/local
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+MANDIR      ?= $(PREFIX)/share/man
+CC          ?= cc
+
+ifeq ($(SANITIZE),)
+BUILD       := build
+SANFLAGS    :=
+else
+BUILD       := build/san-$(subst $(comma),-,$(SANITIZE))
+SANFLAGS    := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+comma := ,
+
+OPT         ?= -O2
+CFLAGS      ?= $(OPT) -g
+WARN        := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
+BASEFLAGS   := -std=gnu11 -Iinclude $(WARN) $(SANFLAGS)
+LIBFLAGS    := $(BASEFLAGS) -fPIC -fvisibility=hidden
+LDLIBS      := -lpthread
+
+ifneq ($(V),1)
+Q := @
+quiet = @printf '  %-7s %s\n' $(1) $(2);
+else
+Q :=
+quiet =
+endif
+
+LIB_SRCS    := $(wildcard src/*.c)
+LIB_OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+HEADERS     := $(wildcard include/uskb/*.h)
+STATIC      := $(BUILD)/libuskb.a
+SHARED      := $(BUILD)/libuskb.so.$(VERSION)
+TEST_SRCS   := $(wildcard test/*.c)
+TEST_LIBSRC := test/model_ops.c
+TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
+EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+
+.PHONY: all lib tests examples demo test check fuzz fuzz-run bench install uninstall clean format
+
+all: lib examples
+
+lib: $(STATIC) $(SHARED) $(BUILD)/uskb.pc
+
+$(BUILD)/obj/%.o: src/%.c $(HEADERS) src/internal.h
+	@mkdir -p $(@D)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
+
+$(STATIC): $(LIB_OBJS)
+	$(call quiet,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJS) src/libuskb.map
+	$(call quiet,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libuskb.so.$(SOVERSION) \
+		-Wl,--version-script=src/libuskb.map $(SANFLAGS) $(CFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS)
+	$(Q)ln -sf libuskb.so.$(VERSION) $(BUILD)/libuskb.so.$(SOVERSION)
+	$(Q)ln -sf libuskb.so.$(VERSION) $(BUILD)/libuskb.so
+
+$(BUILD)/uskb.pc: uskb.pc.in Makefile
+	@mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# ---- examples, tests ----
+
+examples: $(EX_BINS)
+
+$(BUILD)/examples/%: examples/%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+
+tests: $(TEST_BINS)
+
+$(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(STATIC)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(STATIC) $(LDLIBS)
+
+demo: examples
+	$(BUILD)/examples/demo
+
+test check: tests
+	@test/run $(BUILD)/test
+
+# ---- fuzzing (clang + libFuzzer) ----
+
+FUZZ_CC     ?= clang
+FUZZ_FLAGS  := -std=gnu11 -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_TIME   ?= 60
+
+fuzz: build/fuzz/fuzz_skb
+
+build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(LIB_SRCS) $(HEADERS)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(LIB_SRCS) -o $@ -lpthread
+
+fuzz-run: fuzz
+	@mkdir -p build/fuzz/corpus
+	build/fuzz/fuzz_skb -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+		build/fuzz/corpus fuzz/corpus
+
+# ---- benchmarks ----
+
+bench:
+	bench/run
+
+# ---- install ----
+
+install: lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uskb $(DESTDIR)$(MANDIR)/man3
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
+	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf libuskb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuskb.so.$(SOVERSION)
+	ln -sf libuskb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuskb.so
+	install -m 644 $(BUILD)/uskb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+
+uninstall:
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/uskb
+	rm -f $(DESTDIR)$(LIBDIR)/libuskb.* $(DESTDIR)$(LIBDIR)/pkgconfig/uskb.pc
+	cd man/man3 && for f in *.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$f; done
+
+format:
+	clang-format -i src/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c
+
+clean:
+	rm -rf build

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_UMBRELLA_H
+#define USKB_UMBRELLA_H
+
+/**
+ * @file uskb.h
+ * Umbrella header of libuskb: sk_buff-style packet buffers in userspace.
+ */
+
+#define USKB_VERSION_MAJOR 0
+#define USKB_VERSION_MINOR 1
+
+#include "common.h"
+#include "page.h"
+#include "skb.h"
+#include "csum.h"
+#include "stats.h"
+
+#endif

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_INTERNAL_H
+#define USKB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "uskb/uskb.h"
+
+#define __hidden __attribute__((visibility("hidden")))
+
+/* ---- sanitizer / valgrind annotations for pooled memory ---- */
+#if defined(__SANITIZE_ADDRESS__)
+#define USKB_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define USKB_ASAN 1
+#endif
+#endif
+
+#ifdef USKB_ASAN
+#include <sanitizer/asan_interface.h>
+#define uskb_poison(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define uskb_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define uskb_poison(p, n) ((void)(p), (void)(n))
+#define uskb_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>) && !defined(USKB_NO_VALGRIND)
+#include <valgrind/memcheck.h>
+#define USKB_VALGRIND 1
+#endif
+#endif
+
+/* Mark pooled memory unusable (in a cache) / usable (handed out). */
+static inline void uskb_mem_cached(void *p, size_t n)
+{
+	uskb_poison(p, n);
+#ifdef USKB_VALGRIND
+	VALGRIND_MAKE_MEM_NOACCESS(p, n);
+#endif
+}
+
+static inline void uskb_mem_handed_out(void *p, size_t n)
+{
+	uskb_unpoison(p, n);
+#ifdef USKB_VALGRIND
+	VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+#endif
+}
+
+/* ---- per-thread state ---- */
+
+#define USKB_SHELL_CACHE_SIZE 64
+#define USKB_SHELL_CACHE_BULK 16
+
+/*
+ * Counters written only by their thread and read by uskb_stats_get():
+ * relaxed atomics, so the owner's update is a plain load and store.
+ */
+typedef _Atomic int64_t uskb_tcount_t;
+
+static inline void uskb_tcount_add(uskb_tcount_t *c, int64_t d)
+{
+	/* relaxed: single writer, readers only need a torn-free value */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+static inline int64_t uskb_tcount_read(uskb_tcount_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+struct uskb_tls;
+__hidden struct uskb *__uskb_shell_refill(struct uskb_tls *t);
+__hidden void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
+
+struct uskb_tcounters {
+	uskb_tcount_t skb_alloc;
+	uskb_tcount_t skb_free;
+	uskb_tcount_t fclone_alloc;
+	uskb_tcount_t fclone_free;
+	uskb_tcount_t head_alloc;
+	uskb_tcount_t head_free;
+	uskb_tcount_t shell_alloc;
+	uskb_tcount_t shell_free;
+};
+
+struct uskb_tls {
+	struct uskb_tls *reg_next, *reg_prev; /* registry, under uskb_reg_lock */
+	int id;
+	unsigned int nshell;
+	struct uskb *shells[USKB_SHELL_CACHE_SIZE];
+	struct uskb_page_frag_cache frag;
+	struct uskb_tcounters c;
+};
+
+extern __thread struct uskb_tls *__uskb_tls_ptr __hidden;
+__hidden struct uskb_tls *__uskb_tls_create(void);
+
+static inline struct uskb_tls *uskb_tls(void)
+{
+	struct uskb_tls *t = __uskb_tls_ptr;
+
+	/* unlikely: only a thread's first call creates its state */
+	if (uskb_unlikely(!t))
+		t = __uskb_tls_create();
+	return t;
+}
+
+/* Take a shell from this thread's cache. */
+static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
+{
+	struct uskb *skb;
+
+	/* likely: the cache refills in bulk, one miss per 16 allocations */
+	if (uskb_likely(t->nshell))
+		skb = t->shells[--t->nshell];
+	else
+		skb = __uskb_shell_refill(t);
+	if (uskb_likely(skb)) {
+		uskb_mem_handed_out(skb, sizeof(*skb));
+		uskb_tcount_add(&t->c.shell_alloc, 1);
+	}
+	return skb;
+}
+
+/* Return a shell to this thread's cache (flushing half when full). */
+static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
+{
+	if (uskb_unlikely(t->nshell == USKB_SHELL_CACHE_SIZE))
+		__uskb_shell_flush(t, USKB_SHELL_CACHE_SIZE / 2);
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	uskb_mem_cached(skb, sizeof(*skb));
+	t->shells[t->nshell++] = skb;
+	uskb_tcount_add(&t->c.shell_free, 1);
+}
+
+__hidden void __uskb_tls_release(struct uskb_tls *t);
+__hidden void __uskb_shells_stats(int64_t *created);
+
+/* heads */
+__hidden void *__uskb_head_alloc(struct uskb_tls *t, unsigned int size, int node);
+__hidden void __uskb_head_free(unsigned char *head);
+
+/* mem layer internals */
+__hidden void __uskb_page_stats(struct uskb_stats *st);
+__hidden int64_t __uskb_frag_cache_pages(void);
+
+#endif

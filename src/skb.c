@@ -1,0 +1,1011 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The skb layer: allocation and free, clone / copy / expand / pull / trim /
+ * split / coalesce, and the byte walker behind copy_bits, store_bits and
+ * skb_checksum.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct uskb_fclones {
+	struct uskb skb1;
+	struct uskb skb2;
+	atomic_int fclone_ref;
+};
+
+/* ---------------- allocation ---------------- */
+
+static void init_shinfo(struct uskb_shared_info *shinfo)
+{
+	memset(shinfo, 0, offsetof(struct uskb_shared_info, dataref));
+	atomic_init(&shinfo->dataref, 1);
+	shinfo->xdp_frags_size = 0;
+	shinfo->destructor_arg = NULL;
+}
+
+/* __build_skb_around(): set up a zeroed shell around head @data. */
+static void build_around(struct uskb *skb, unsigned char *data, unsigned int size,
+			 int owner)
+{
+	memset(skb, 0, offsetof(struct uskb, tail));
+	skb->truesize = USKB_TRUESIZE(size);
+	atomic_init(&skb->users, 1);
+	skb->head = data;
+	skb->data = data;
+	skb->tail = 0;
+	skb->end = size;
+	skb->head_frag = 1;
+	skb->mac_header = USKB_HEADER_UNSET;
+	skb->transport_header = USKB_HEADER_UNSET;
+	skb->alloc_cpu = owner;
+	init_shinfo(uskb_shinfo(skb));
+}
+
+static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
+{
+	struct uskb_fclones *fc = aligned_alloc(USKB_CACHE_BYTES,
+						 USKB_DATA_ALIGN(sizeof(*fc)));
+
+	if (!fc)
+		return NULL;
+	fc->skb2.fclone = USKB_FCLONE_CLONE;
+	atomic_init(&fc->fclone_ref, 1);
+	uskb_mem_cached(&fc->skb2, sizeof(fc->skb2));
+	uskb_tcount_add(&t->c.fclone_alloc, 1);
+	return &fc->skb1;
+}
+
+struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
+{
+	struct uskb_tls *t = uskb_tls();
+	unsigned char *data;
+	struct uskb *skb;
+
+	/* unlikely: sizes near 4 GiB would overflow the head arithmetic */
+	if (uskb_unlikely(size > (1u << 30))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size = USKB_DATA_ALIGN(size);
+	if (flags & USKB_ALLOC_FCLONE)
+		skb = alloc_fclone_shell(t);
+	else
+		skb = uskb_shell_get(t);
+	if (uskb_unlikely(!skb)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	data = __uskb_head_alloc(t, size + USKB_SHINFO_SIZE, node);
+	if (uskb_unlikely(!data)) {
+		int err = errno;
+
+		if (flags & USKB_ALLOC_FCLONE) {
+			free(skb);
+			uskb_tcount_add(&t->c.fclone_free, 1);
+		} else {
+			uskb_shell_put(t, skb);
+		}
+		errno = err;
+		return NULL;
+	}
+	build_around(skb, data, size, t->id);
+	if (flags & USKB_ALLOC_FCLONE)
+		skb->fclone = USKB_FCLONE_ORIG;
+	uskb_tcount_add(&t->c.skb_alloc, 1);
+	return skb;
+}
+
+struct uskb *uskb_dev_alloc(unsigned int length)
+{
+	struct uskb *skb = uskb_alloc(length + USKB_NET_SKB_PAD);
+
+	if (skb)
+		uskb_reserve(skb, USKB_NET_SKB_PAD);
+	return skb;
+}
+
+/* ---------------- free ---------------- */
+
+/* skb_unref(): true when the caller dropped the last user reference. */
+static inline bool skb_unref(struct uskb *skb)
+{
+	int old = atomic_load_explicit(&skb->users, memory_order_relaxed);
+
+	/* likely: most skbs have one user, who may skip the atomic */
+	if (uskb_likely(old == 1)) {
+		/* acquire: see every write made by earlier users */
+		atomic_thread_fence(memory_order_acquire);
+		return true;
+	}
+	if (uskb_unlikely(old <= 0))
+		uskb_bug("free", skb, "skb %p freed with users=%d (double free?)",
+			 (void *)skb, old);
+	/* acq_rel: publish our writes; the last dropper must see everyone's */
+	return atomic_fetch_sub_explicit(&skb->users, 1, memory_order_acq_rel) == 1;
+}
+
+static void free_head(struct uskb *skb)
+{
+	__uskb_head_free(skb->head);
+}
+
+/*
+ * skb_release_data(): drop this skb's reference to the data; the last one
+ * releases frags, frag_list and the head.
+ */
+static void release_data(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int i;
+
+	if (skb->cloned) {
+		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
+
+		/* acq_rel: the last reference must see all others' frag writes */
+		if (atomic_fetch_sub_explicit(&shinfo->dataref, d, memory_order_acq_rel) != d)
+			goto out;
+	}
+	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		for (i = 0; i < shinfo->nr_frags; i++)
+			uskb_page_put(shinfo->frags[i].page);
+	if (shinfo->frag_list)
+		uskb_free_list(shinfo->frag_list);
+	free_head(skb);
+out:
+	skb->pp_recycle = 0;
+}
+
+/* skb_release_head_state(). */
+static void release_head_state(struct uskb *skb)
+{
+	if (skb->destructor)
+		skb->destructor(skb);
+}
+
+/* kfree_skbmem(): return the shell (or the fclone pair). */
+static void free_shell(struct uskb *skb)
+{
+	struct uskb_tls *t = uskb_tls();
+	struct uskb_fclones *fc;
+
+	uskb_tcount_add(&t->c.skb_free, 1);
+	switch (skb->fclone) {
+	case USKB_FCLONE_UNAVAILABLE:
+		uskb_shell_put(t, skb);
+		return;
+	case USKB_FCLONE_ORIG:
+		fc = (struct uskb_fclones *)skb;
+		/* acquire via acq_rel: the pair is freed only after both halves are done */
+		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+		if (atomic_load_explicit(&fc->fclone_ref, memory_order_acquire) == 1)
+			break;
+		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
+			break;
+		return;
+	default: /* USKB_FCLONE_CLONE */
+		fc = (struct uskb_fclones *)((char *)skb - offsetof(struct uskb_fclones, skb2));
+		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+		uskb_mem_cached(skb, sizeof(*skb));
+		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
+			break;
+		return;
+	}
+	uskb_tcount_add(&t->c.fclone_free, 1);
+	uskb_mem_handed_out(fc, sizeof(*fc));
+	free(fc);
+}
+
+/* __kfree_skb(). */
+static void __uskb_free(struct uskb *skb)
+{
+	release_head_state(skb);
+	if (uskb_likely(skb->head))
+		release_data(skb);
+	free_shell(skb);
+}
+
+void uskb_free(struct uskb *skb)
+{
+	if (uskb_unlikely(!skb))
+		return;
+	if (!skb_unref(skb))
+		return;
+	__uskb_free(skb);
+}
+
+void uskb_consume(struct uskb *skb)
+{
+	uskb_free(skb);
+}
+
+void uskb_free_partial(struct uskb *skb, bool head_stolen)
+{
+	if (head_stolen) {
+		/* the head's page reference now belongs to a frag of another skb */
+		release_head_state(skb);
+		uskb_tcount_add(&uskb_tls()->c.head_free, 1);
+		free_shell(skb);
+	} else {
+		uskb_consume(skb);
+	}
+}
+
+void uskb_free_list(struct uskb *segs)
+{
+	while (segs) {
+		struct uskb *next = segs->next;
+
+		uskb_free(segs);
+		segs = next;
+	}
+}
+
+/* ---------------- misuse reports ---------------- */
+
+void __uskb_bug_put(struct uskb *skb, unsigned int len)
+{
+	if (uskb_is_nonlinear(skb))
+		uskb_bug("put", skb, "skb_put(len=%u) on a nonlinear skb", len);
+	uskb_bug("put", skb, "skb_over_panic: put %u bytes past end (tailroom %u)", len,
+		 skb->end - skb->tail);
+}
+
+void __uskb_bug_push(struct uskb *skb, unsigned int len)
+{
+	uskb_bug("push", skb, "skb_under_panic: push %u bytes below head (headroom %u)", len,
+		 uskb_headroom(skb));
+}
+
+/* ---------------- clone and copy ---------------- */
+
+/* __copy_skb_header(): the metadata a copy or clone inherits. */
+static void copy_skb_header(struct uskb *n, const struct uskb *old)
+{
+	n->tstamp = old->tstamp;
+	n->dev = old->dev;
+	memcpy(n->cb, old->cb, sizeof(old->cb));
+	n->queue_mapping = old->queue_mapping;
+	n->headers = old->headers;
+}
+
+/* skb_copy_header(): header + gso state. */
+static void copy_header_gso(struct uskb *n, const struct uskb *old)
+{
+	copy_skb_header(n, old);
+	uskb_shinfo(n)->gso_size = uskb_shinfo(old)->gso_size;
+	uskb_shinfo(n)->gso_segs = uskb_shinfo(old)->gso_segs;
+	uskb_shinfo(n)->gso_type = uskb_shinfo(old)->gso_type;
+}
+
+struct uskb *uskb_clone(struct uskb *skb)
+{
+	struct uskb_fclones *fc = (struct uskb_fclones *)skb;
+	struct uskb *n;
+
+	if (skb->fclone == USKB_FCLONE_ORIG &&
+	    atomic_load_explicit(&fc->fclone_ref, memory_order_acquire) == 1) {
+		n = &fc->skb2;
+		/* relaxed: skb2 is idle; the owner of skb1 is the only writer */
+		atomic_store_explicit(&fc->fclone_ref, 2, memory_order_relaxed);
+		uskb_mem_handed_out(n, sizeof(*n));
+	} else {
+		n = uskb_shell_get(uskb_tls());
+		if (!n) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		n->fclone = USKB_FCLONE_UNAVAILABLE;
+	}
+	n->next = n->prev = NULL;
+	n->sk = NULL;
+	copy_skb_header(n, skb);
+	n->len = skb->len;
+	n->data_len = skb->data_len;
+	n->mac_len = skb->mac_len;
+	n->hdr_len = skb->nohdr ? (uint16_t)uskb_headroom(skb) : skb->hdr_len;
+	n->cloned = 1;
+	n->nohdr = 0;
+	n->pfmemalloc = skb->pfmemalloc;
+	n->pp_recycle = skb->pp_recycle;
+	n->head_frag = skb->head_frag;
+	n->destructor = NULL;
+	n->alloc_cpu = uskb_tls()->id;
+	n->tail = skb->tail;
+	n->end = skb->end;
+	n->head = skb->head;
+	n->data = skb->data;
+	n->truesize = skb->truesize;
+	atomic_init(&n->users, 1);
+	/* relaxed: we hold a data reference, so the count cannot reach zero */
+	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
+	skb->cloned = 1;
+	uskb_tcount_add(&uskb_tls()->c.skb_alloc, 1);
+	return n;
+}
+
+struct uskb *uskb_copy(const struct uskb *skb)
+{
+	int headerlen = (int)uskb_headroom(skb);
+	unsigned int size = uskb_end_offset(skb) + skb->data_len;
+	struct uskb *n = uskb_alloc(size);
+
+	if (!n)
+		return NULL;
+	uskb_reserve(n, headerlen);
+	uskb_put(n, skb->len);
+	if (uskb_copy_bits(skb, -headerlen, n->head, headerlen + (int)skb->len))
+		uskb_bug("copy", skb, "skb geometry inconsistent");
+	copy_header_gso(n, skb);
+	return n;
+}
+
+static void clone_fraglist(struct uskb *skb)
+{
+	struct uskb *list;
+
+	uskb_walk_frags(skb, list)
+		uskb_get(list);
+}
+
+struct uskb *__uskb_pskb_copy(struct uskb *skb, int headroom)
+{
+	unsigned int size = uskb_headlen(skb) + (unsigned int)headroom;
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb), *nsh;
+	struct uskb *n;
+	int i;
+
+	if (headroom < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = uskb_alloc(size);
+	if (!n)
+		return NULL;
+	uskb_reserve(n, headroom);
+	uskb_put_data(n, skb->data, uskb_headlen(skb));
+	n->truesize += skb->data_len;
+	n->data_len = skb->data_len;
+	n->len = skb->len;
+	nsh = uskb_shinfo(n);
+	if (shinfo->nr_frags) {
+		for (i = 0; i < shinfo->nr_frags; i++) {
+			nsh->frags[i] = shinfo->frags[i];
+			uskb_frag_ref(skb, i);
+		}
+		nsh->nr_frags = (uint8_t)i;
+		nsh->flags |= shinfo->flags & USKB_SKBFL_SHARED_FRAG;
+	}
+	if (shinfo->frag_list) {
+		nsh->frag_list = shinfo->frag_list;
+		clone_fraglist(n);
+	}
+	copy_header_gso(n, skb);
+	return n;
+}
+
+struct uskb *uskb_pskb_copy(struct uskb *skb)
+{
+	return __uskb_pskb_copy(skb, (int)uskb_headroom(skb));
+}
+
+/* skb_headers_offset_update(). */
+static void headers_offset_update(struct uskb *skb, int off)
+{
+	if (skb->ip_summed == USKB_CHECKSUM_PARTIAL)
+		skb->csum_start = (uint16_t)(skb->csum_start + off);
+	if (skb->transport_header != USKB_HEADER_UNSET)
+		skb->transport_header = (uint16_t)(skb->transport_header + off);
+	skb->network_header = (uint16_t)(skb->network_header + off);
+	if (uskb_mac_header_was_set(skb))
+		skb->mac_header = (uint16_t)(skb->mac_header + off);
+}
+
+int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	unsigned int osize = uskb_end_offset(skb), size, data_off;
+	unsigned char *data;
+	int i;
+
+	if (uskb_unlikely(nhead < 0 || ntail < 0))
+		uskb_bug("expand_head", skb, "negative growth nhead=%d ntail=%d", nhead, ntail);
+	if (uskb_unlikely(uskb_shared(skb)))
+		uskb_bug("expand_head", skb, "pskb_expand_head of a shared skb");
+	if (uskb_unlikely((uint64_t)osize + (unsigned int)nhead + (unsigned int)ntail >
+			  (1u << 30)))
+		return -ENOMEM;
+	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail);
+	data = __uskb_head_alloc(uskb_tls(), size + USKB_SHINFO_SIZE, USKB_NO_NODE);
+	if (!data)
+		return -ENOMEM;
+	memcpy(data + nhead, skb->head, skb->tail);
+	memcpy(data + size, shinfo,
+	       offsetof(struct uskb_shared_info, frags) +
+		       shinfo->nr_frags * sizeof(uskb_frag_t));
+	if (uskb_cloned(skb)) {
+		/* the old data stays with the other clones: take our own refs */
+		for (i = 0; i < shinfo->nr_frags; i++)
+			uskb_frag_ref(skb, i);
+		if (shinfo->frag_list)
+			clone_fraglist(skb);
+		release_data(skb);
+	} else {
+		free_head(skb);
+	}
+	data_off = (unsigned int)(skb->data - skb->head);
+	skb->head = data;
+	skb->head_frag = 1;
+	skb->data = data + nhead + data_off;
+	skb->end = size;
+	skb->tail += (uint32_t)nhead;
+	headers_offset_update(skb, nhead);
+	skb->cloned = 0;
+	skb->hdr_len = 0;
+	skb->nohdr = 0;
+	atomic_init(&uskb_shinfo(skb)->dataref, 1);
+	if (!skb->sk)
+		skb->truesize += size - osize;
+	return 0;
+}
+
+static int __cow(struct uskb *skb, unsigned int headroom, bool cloned)
+{
+	unsigned int delta = 0;
+
+	if (headroom > uskb_headroom(skb))
+		delta = headroom - uskb_headroom(skb);
+	if (delta || cloned)
+		return uskb_expand_head(skb, (int)((delta + USKB_NET_SKB_PAD - 1) &
+						   ~(USKB_NET_SKB_PAD - 1)), 0);
+	return 0;
+}
+
+int uskb_cow(struct uskb *skb, unsigned int headroom)
+{
+	return __cow(skb, headroom, uskb_cloned(skb));
+}
+
+int uskb_cow_head(struct uskb *skb, unsigned int headroom)
+{
+	return __cow(skb, headroom, uskb_header_cloned(skb));
+}
+
+int uskb_unclone(struct uskb *skb)
+{
+	if (uskb_cloned(skb))
+		return uskb_expand_head(skb, 0, 0);
+	return 0;
+}
+
+struct uskb *uskb_unshare(struct uskb *skb)
+{
+	if (uskb_cloned(skb)) {
+		struct uskb *nskb = uskb_copy(skb);
+
+		if (nskb)
+			uskb_consume(skb);
+		else
+			uskb_free(skb);
+		skb = nskb;
+	}
+	return skb;
+}
+
+struct uskb *uskb_share_check(struct uskb *skb)
+{
+	if (uskb_shared(skb)) {
+		struct uskb *nskb = uskb_clone(skb);
+
+		if (nskb)
+			uskb_consume(skb);
+		else
+			uskb_free(skb);
+		skb = nskb;
+	}
+	return skb;
+}
+
+void uskb_header_release(struct uskb *skb)
+{
+	if (uskb_unlikely(skb->nohdr))
+		uskb_bug("header_release", skb, "header already released");
+	skb->nohdr = 1;
+	/* relaxed: counts only; ordering comes with the frees */
+	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1u << USKB_DATAREF_SHIFT,
+				  memory_order_relaxed);
+}
+
+/* ---------------- pulling, trimming, linearizing ---------------- */
+
+void *uskb_pull_tail(struct uskb *skb, int delta)
+{
+	struct uskb_shared_info *shinfo;
+	int i, k, eat;
+
+	if (uskb_unlikely(delta < 0 || (unsigned int)delta > skb->data_len))
+		uskb_bug("pull_tail", skb, "__pskb_pull_tail(delta=%d) beyond paged data", delta);
+	eat = (int)(skb->tail + (unsigned int)delta) - (int)skb->end;
+	if (eat > 0 || uskb_cloned(skb)) {
+		if (uskb_expand_head(skb, 0, eat > 0 ? eat + 128 : 0))
+			return NULL;
+	}
+	shinfo = uskb_shinfo(skb);
+	if (uskb_copy_bits(skb, (int)uskb_headlen(skb), uskb_tail_pointer(skb), delta))
+		uskb_bug("pull_tail", skb, "skb geometry inconsistent");
+
+	/* no frag_list: nothing to estimate, the frags hold it all */
+	if (!shinfo->frag_list)
+		goto pull_pages;
+	eat = delta;
+	for (i = 0; i < shinfo->nr_frags; i++) {
+		int size = (int)shinfo->frags[i].len;
+
+		if (size >= eat)
+			goto pull_pages;
+		eat -= size;
+	}
+	if (eat) {
+		struct uskb *list = shinfo->frag_list;
+		struct uskb *clone = NULL;
+		struct uskb *insp = NULL;
+
+		do {
+			if ((int)list->len <= eat) {
+				/* eaten as a whole */
+				eat -= (int)list->len;
+				list = list->next;
+				insp = list;
+			} else {
+				/* eaten partially: pull from a private member */
+				if (uskb_shared(list)) {
+					clone = uskb_clone(list);
+					if (!clone)
+						return NULL;
+					insp = list->next;
+					list = clone;
+				} else {
+					insp = list;
+				}
+				if (!uskb_pskb_pull(list, (unsigned int)eat)) {
+					uskb_free(clone);
+					return NULL;
+				}
+				break;
+			}
+		} while (eat);
+		/* free the members pulled out */
+		while ((list = shinfo->frag_list) != insp) {
+			shinfo->frag_list = list->next;
+			uskb_consume(list);
+		}
+		if (clone) {
+			clone->next = list;
+			shinfo->frag_list = clone;
+		}
+	}
+pull_pages:
+	eat = delta;
+	k = 0;
+	for (i = 0; i < shinfo->nr_frags; i++) {
+		int size = (int)shinfo->frags[i].len;
+
+		if (size <= eat) {
+			uskb_frag_unref(skb, i);
+			eat -= size;
+		} else {
+			uskb_frag_t *frag = &shinfo->frags[k];
+
+			*frag = shinfo->frags[i];
+			if (eat) {
+				frag->offset += (uint32_t)eat;
+				frag->len -= (uint32_t)eat;
+				if (!i)
+					goto end;
+				eat = 0;
+			}
+			k++;
+		}
+	}
+	shinfo->nr_frags = (uint8_t)k;
+end:
+	skb->tail += (uint32_t)delta;
+	skb->data_len -= (unsigned int)delta;
+	return uskb_tail_pointer(skb);
+}
+
+bool uskb_may_pull(struct uskb *skb, unsigned int len)
+{
+	/* likely: headers are usually linear already */
+	if (uskb_likely(len <= uskb_headlen(skb)))
+		return true;
+	if (uskb_unlikely(len > skb->len))
+		return false;
+	return uskb_pull_tail(skb, (int)(len - uskb_headlen(skb))) != NULL;
+}
+
+void *uskb_pskb_pull(struct uskb *skb, unsigned int len)
+{
+	if (uskb_unlikely(len > skb->len))
+		return NULL;
+	if (len > uskb_headlen(skb) && !uskb_pull_tail(skb, (int)(len - uskb_headlen(skb))))
+		return NULL;
+	skb->len -= len;
+	return skb->data += len;
+}
+
+int uskb_linearize(struct uskb *skb)
+{
+	if (!uskb_is_nonlinear(skb))
+		return 0;
+	return uskb_pull_tail(skb, (int)skb->data_len) ? 0 : -ENOMEM;
+}
+
+void uskb_condense(struct uskb *skb)
+{
+	if (skb->data_len) {
+		if (skb->data_len > skb->end - skb->tail || uskb_cloned(skb))
+			return;
+		/* the paged data fits the tailroom: free the frags now */
+		uskb_pull_tail(skb, (int)skb->data_len);
+	}
+	skb->truesize = USKB_TRUESIZE(uskb_end_offset(skb));
+}
+
+static void drop_fraglist(struct uskb *skb)
+{
+	uskb_free_list(uskb_shinfo(skb)->frag_list);
+	uskb_shinfo(skb)->frag_list = NULL;
+}
+
+/* ___pskb_trim(). */
+static int pskb_trim_slow(struct uskb *skb, unsigned int len)
+{
+	struct uskb_shared_info *shinfo;
+	struct uskb **fragp, *frag;
+	int offset = (int)uskb_headlen(skb);
+	int nfrags, i, err;
+
+	if (uskb_cloned(skb) && (err = uskb_expand_head(skb, 0, 0)))
+		return err;
+	shinfo = uskb_shinfo(skb);
+	nfrags = shinfo->nr_frags;
+	i = 0;
+	if (offset >= (int)len)
+		goto drop_pages;
+	for (; i < nfrags; i++) {
+		int end = offset + (int)shinfo->frags[i].len;
+
+		if (end < (int)len) {
+			offset = end;
+			continue;
+		}
+		shinfo->frags[i++].len = len - (unsigned int)offset;
+drop_pages:
+		shinfo->nr_frags = (uint8_t)i;
+		for (; i < nfrags; i++)
+			uskb_frag_unref(skb, i);
+		if (shinfo->frag_list)
+			drop_fraglist(skb);
+		goto done;
+	}
+	for (fragp = &shinfo->frag_list; (frag = *fragp); fragp = &frag->next) {
+		int end = offset + (int)frag->len;
+
+		if (end < (int)len) {
+			offset = end;
+			continue;
+		}
+		if (end > (int)len && uskb_shared(frag)) {
+			struct uskb *nfrag = uskb_clone(frag);
+
+			if (!nfrag)
+				return -ENOMEM;
+			nfrag->next = frag->next;
+			uskb_consume(frag);
+			frag = nfrag;
+			*fragp = frag;
+		}
+		if (end > (int)len && (err = uskb_pskb_trim(frag, len - (unsigned int)offset)))
+			return err;
+		if (frag->next) {
+			uskb_free_list(frag->next);
+			frag->next = NULL;
+		}
+		break;
+	}
+done:
+	if (len > uskb_headlen(skb)) {
+		skb->data_len -= skb->len - len;
+		skb->len = len;
+	} else {
+		skb->len = len;
+		skb->data_len = 0;
+		uskb_set_tail_pointer(skb, (int)len);
+	}
+	if (!skb->sk)
+		uskb_condense(skb);
+	return 0;
+}
+
+int uskb_pskb_trim(struct uskb *skb, unsigned int len)
+{
+	if (len >= skb->len)
+		return 0;
+	if (skb->data_len)
+		return pskb_trim_slow(skb, len);
+	__uskb_trim(skb, len);
+	return 0;
+}
+
+int uskb_ensure_writable(struct uskb *skb, unsigned int write_len)
+{
+	if (!uskb_may_pull(skb, write_len))
+		return -ENOMEM;
+	if (!uskb_cloned(skb) ||
+	    (!uskb_header_cloned(skb) && uskb_headroom(skb) + write_len <= skb->hdr_len))
+		return 0;
+	return uskb_expand_head(skb, 0, 0);
+}
+
+/* ---------------- the byte walker ---------------- */
+
+/*
+ * Visit @len bytes of the packet from @offset (negative: the headroom) in
+ * order, as contiguous chunks: head, frags, then frag_list members
+ * recursively. @fn gets each chunk's address, length and position relative
+ * to @offset. 0, -EFAULT when the range does not lie in the packet, or the
+ * first non-zero value @fn returns.
+ */
+typedef int (*walk_fn)(void *ctx, unsigned char *p, int len, int pos,
+		       const uskb_frag_t *frag);
+
+static int walk(const struct uskb *skb, int offset, int len, walk_fn fn, void *ctx,
+		int pos)
+{
+	const struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int start = (int)uskb_headlen(skb);
+	const struct uskb *iter;
+	int i, copy, err;
+
+	if (len < 0 || offset < -(int)uskb_headroom(skb) || offset > (int)skb->len - len)
+		return -EFAULT;
+	if ((copy = start - offset) > 0) {
+		if (copy > len)
+			copy = len;
+		if ((err = fn(ctx, skb->data + offset, copy, pos, NULL)))
+			return err;
+		if ((len -= copy) == 0)
+			return 0;
+		offset += copy;
+		pos += copy;
+	}
+	for (i = 0; i < shinfo->nr_frags; i++) {
+		const uskb_frag_t *f = &shinfo->frags[i];
+		int end = start + (int)f->len;
+
+		if ((copy = end - offset) > 0) {
+			if (copy > len)
+				copy = len;
+			if ((err = fn(ctx, (unsigned char *)uskb_frag_address(f) + (offset - start),
+				      copy, pos, f)))
+				return err;
+			if ((len -= copy) == 0)
+				return 0;
+			offset += copy;
+			pos += copy;
+		}
+		start = end;
+	}
+	uskb_walk_frags(skb, iter) {
+		int end = start + (int)iter->len;
+
+		if ((copy = end - offset) > 0) {
+			if (copy > len)
+				copy = len;
+			if ((err = walk(iter, offset - start, copy, fn, ctx, pos)))
+				return err;
+			if ((len -= copy) == 0)
+				return 0;
+			offset += copy;
+			pos += copy;
+		}
+		start = end;
+	}
+	return len ? -EFAULT : 0;
+}
+
+static int copy_out(void *ctx, unsigned char *p, int len, int pos, const uskb_frag_t *f)
+{
+	(void)f;
+	memcpy((char *)ctx + pos, p, (size_t)len);
+	return 0;
+}
+
+int uskb_copy_bits(const struct uskb *skb, int offset, void *to, int len)
+{
+	return walk(skb, offset, len, copy_out, to, 0);
+}
+
+static int copy_in(void *ctx, unsigned char *p, int len, int pos, const uskb_frag_t *f)
+{
+	if (uskb_unlikely(f && (f->page->flags & USKB_PG_READONLY)))
+		uskb_bug("store_bits", NULL, "write into read-only page %p (%s)",
+			 f->page->addr, (f->page->flags & USKB_PG_ZERO) ? "the zero page" :
+									   "read-only");
+	memcpy(p, (const char *)ctx + pos, (size_t)len);
+	return 0;
+}
+
+int uskb_store_bits(struct uskb *skb, int offset, const void *from, int len)
+{
+	return walk(skb, offset, len, copy_in, (void *)from, 0);
+}
+
+struct csum_ctx {
+	uskb_wsum csum;
+};
+
+static int csum_chunk(void *ctx, unsigned char *p, int len, int pos, const uskb_frag_t *f)
+{
+	struct csum_ctx *c = ctx;
+
+	(void)f;
+	c->csum = uskb_csum_block_add(c->csum, uskb_csum_partial(p, (size_t)len, 0), pos);
+	return 0;
+}
+
+uskb_wsum uskb_checksum(const struct uskb *skb, int offset, int len, uskb_wsum csum)
+{
+	struct csum_ctx c = { csum };
+
+	if (walk(skb, offset, len, csum_chunk, &c, 0))
+		uskb_bug("checksum", skb, "range %d+%d outside the packet", offset, len);
+	return c.csum;
+}
+
+/* ---------------- split, coalesce, frag_list ---------------- */
+
+static void split_inside_header(struct uskb *skb, struct uskb *skb1, uint32_t len,
+				unsigned int pos)
+{
+	struct uskb_shared_info *sh = uskb_shinfo(skb), *sh1 = uskb_shinfo(skb1);
+	int i;
+
+	uskb_put_data(skb1, skb->data + len, pos - len);
+	/* the paged data moves as it is */
+	for (i = 0; i < sh->nr_frags; i++)
+		sh1->frags[i] = sh->frags[i];
+	sh1->nr_frags = sh->nr_frags;
+	sh->nr_frags = 0;
+	skb1->data_len = skb->data_len;
+	skb1->len += skb1->data_len;
+	skb->data_len = 0;
+	skb->len = len;
+	uskb_set_tail_pointer(skb, (int)len);
+}
+
+static void split_no_header(struct uskb *skb, struct uskb *skb1, uint32_t len,
+			    unsigned int pos)
+{
+	struct uskb_shared_info *sh = uskb_shinfo(skb), *sh1 = uskb_shinfo(skb1);
+	const int nfrags = sh->nr_frags;
+	int i, k = 0;
+
+	sh->nr_frags = 0;
+	skb1->len = skb1->data_len = skb->len - len;
+	skb->len = len;
+	skb->data_len = len - pos;
+	for (i = 0; i < nfrags; i++) {
+		unsigned int size = sh->frags[i].len;
+
+		if (pos + size > len) {
+			sh1->frags[k] = sh->frags[i];
+			if (pos < len) {
+				/* the split line cuts this frag: both keep a piece */
+				uskb_frag_ref(skb, i);
+				sh1->frags[0].offset += len - pos;
+				sh1->frags[0].len -= len - pos;
+				sh->frags[i].len = len - pos;
+				sh->nr_frags++;
+			}
+			k++;
+		} else {
+			sh->nr_frags++;
+		}
+		pos += size;
+	}
+	sh1->nr_frags = (uint8_t)k;
+}
+
+void uskb_split(struct uskb *skb, struct uskb *skb1, uint32_t len)
+{
+	unsigned int pos = uskb_headlen(skb);
+
+	if (uskb_unlikely(uskb_cloned(skb) || uskb_has_frag_list(skb)))
+		uskb_bug("split", skb, "skb_split of a cloned skb or one with a frag_list");
+	if (uskb_unlikely(skb1->len || uskb_shinfo(skb1)->nr_frags || len > skb->len))
+		uskb_bug("split", skb1, "skb_split into a non-empty skb or past the end (len %u)",
+			 len);
+	uskb_shinfo(skb1)->flags |= uskb_shinfo(skb)->flags &
+				    (USKB_SKBFL_SHARED_FRAG | USKB_SKBFL_PURE_ZEROCOPY);
+	if (len < pos)
+		split_inside_header(skb, skb1, len, pos);
+	else
+		split_no_header(skb, skb1, len, pos);
+}
+
+bool uskb_try_coalesce(struct uskb *to, struct uskb *from, bool *fragstolen,
+		       int *delta_truesize)
+{
+	struct uskb_shared_info *to_sh, *from_sh;
+	int i, delta;
+	unsigned int len = from->len;
+
+	*fragstolen = false;
+	if (uskb_cloned(to))
+		return false;
+	if (to->pp_recycle != from->pp_recycle)
+		return false;
+	if ((int)len <= uskb_tailroom(to)) {
+		if (len && uskb_copy_bits(from, 0, uskb_put(to, len), (int)len))
+			uskb_bug("try_coalesce", from, "skb geometry inconsistent");
+		*delta_truesize = 0;
+		return true;
+	}
+	to_sh = uskb_shinfo(to);
+	from_sh = uskb_shinfo(from);
+	if (to_sh->frag_list || from_sh->frag_list)
+		return false;
+	if ((to_sh->flags | from_sh->flags) & USKB_SKBFL_ZEROCOPY_ENABLE)
+		return false;
+	if (uskb_headlen(from) != 0) {
+		struct uskb_page *page;
+
+		if (to_sh->nr_frags + from_sh->nr_frags >= USKB_MAX_SKB_FRAGS)
+			return false;
+		/* skb_head_is_locked(): a cloned head cannot be stolen */
+		if (!from->head_frag || uskb_cloned(from))
+			return false;
+		delta = (int)(from->truesize - USKB_DATA_ALIGN(sizeof(struct uskb)));
+		page = uskb_virt_to_page(from->head);
+		uskb_fill_page_desc(to, to_sh->nr_frags, page,
+				    (int)(from->data - (unsigned char *)page->addr),
+				    (int)uskb_headlen(from));
+		*fragstolen = true;
+	} else {
+		if (to_sh->nr_frags + from_sh->nr_frags > USKB_MAX_SKB_FRAGS)
+			return false;
+		delta = (int)(from->truesize - USKB_TRUESIZE(uskb_end_offset(from)));
+	}
+	memcpy(to_sh->frags + to_sh->nr_frags, from_sh->frags,
+	       from_sh->nr_frags * sizeof(uskb_frag_t));
+	to_sh->nr_frags = (uint8_t)(to_sh->nr_frags + from_sh->nr_frags);
+	if (!uskb_cloned(from))
+		from_sh->nr_frags = 0;
+	/* a cloned from keeps its frags: take refs for the copies in to */
+	for (i = 0; i < from_sh->nr_frags; i++)
+		uskb_frag_ref(from, i);
+	to->truesize += (unsigned int)delta;
+	to->len += len;
+	to->data_len += len;
+	*delta_truesize = delta;
+	return true;
+}
+
+void uskb_append_frag_list(struct uskb *skb, struct uskb *frag)
+{
+	struct uskb **pp = &uskb_shinfo(skb)->frag_list;
+
+	if (uskb_unlikely(frag == skb || frag->next))
+		uskb_bug("append_frag_list", skb, "bad frag_list member %p", (void *)frag);
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = frag;
+	skb->len += frag->len;
+	skb->data_len += frag->len;
+	skb->truesize += frag->truesize;
+}
