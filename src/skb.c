@@ -695,11 +695,8 @@ drop_pages:
 	for (fragp = &shinfo->frag_list; (frag = *fragp); fragp = &frag->next) {
 		int end = offset + (int)frag->len;
 
-		if (end < (int)len) {
-			offset = end;
-			continue;
-		}
-		if (end > (int)len && uskb_shared(frag)) {
+		/* the chain may be shared with a pskb_copy: make each link we walk ours */
+		if (uskb_shared(frag)) {
 			struct uskb *nfrag = uskb_clone(frag);
 
 			if (!nfrag)
@@ -708,6 +705,10 @@ drop_pages:
 			uskb_consume(frag);
 			frag = nfrag;
 			*fragp = frag;
+		}
+		if (end < (int)len) {
+			offset = end;
+			continue;
 		}
 		if (end > (int)len && (err = uskb_pskb_trim(frag, len - (unsigned int)offset)))
 			return err;
@@ -773,6 +774,8 @@ static int walk(const struct uskb *skb, int offset, int len, walk_fn fn, void *c
 
 	if (len < 0 || offset < -(int)uskb_headroom(skb) || offset > (int)skb->len - len)
 		return -EFAULT;
+	if (!len)
+		return 0;
 	if ((copy = start - offset) > 0) {
 		if (copy > len)
 			copy = len;

@@ -1,0 +1,862 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uskb/uskb.h>
+
+#include "model.h"
+
+#define NSLOTS 8
+#define NPAGES 6
+#define MAX_PKT 12000
+
+struct slot {
+	struct uskb *skb;
+	unsigned char *m; /* model bytes */
+	unsigned int mlen;
+	int extra;	  /* user references taken with uskb_get */
+};
+
+struct model {
+	struct model_src *src;
+	struct slot s[NSLOTS];
+	struct uskb_page *pages[NPAGES];
+	long op_index;
+	int cur_op;
+	int failed;
+	unsigned char scratch[MAX_PKT * 2 + 64];
+};
+
+enum {
+	OP_ALLOC, OP_FREE, OP_PUT, OP_PUSH, OP_PULL, OP_PSKB_PULL, OP_TRIM, OP_PSKB_TRIM,
+	OP_ADD_FRAG, OP_ADD_ZERO_FRAG, OP_FRAG_LIST, OP_CLONE, OP_COPY, OP_PSKB_COPY,
+	OP_EXPAND, OP_COW, OP_COW_HEAD, OP_UNCLONE, OP_UNSHARE, OP_GET, OP_PUT_USER,
+	OP_SHARE_CHECK, OP_MAY_PULL, OP_LINEARIZE, OP_COPY_BITS, OP_STORE_BITS, OP_SPLIT,
+	OP_COALESCE, OP_HEADER_RELEASE, OP_CHECKSUM, OP_CONDENSE, OP_CSUM_HELP,
+	OP_QUEUE, NOPS
+};
+
+static const char *const names[NOPS] = {
+	"alloc", "free", "put", "push", "pull", "pskb_pull", "trim", "pskb_trim",
+	"add_rx_frag", "add_zero_frag", "frag_list", "clone", "copy", "pskb_copy",
+	"expand_head", "cow", "cow_head", "unclone", "unshare", "get", "put_user",
+	"share_check", "may_pull", "linearize", "copy_bits", "store_bits", "split",
+	"try_coalesce", "header_release", "checksum", "condense", "checksum_help",
+	"queue",
+};
+
+const char *model_op_name(int op)
+{
+	return op >= 0 && op < NOPS ? names[op] : "?";
+}
+
+int model_nops(void)
+{
+	return NOPS;
+}
+
+/* ---- input ---- */
+
+static int src_more(struct model_src *s)
+{
+	return !s->data || s->pos < s->len;
+}
+
+static uint32_t rnd(struct model_src *s)
+{
+	if (s->data) {
+		uint32_t v = 0;
+		int i;
+
+		for (i = 0; i < 2; i++)
+			v = (v << 8) | (s->pos < s->len ? s->data[s->pos++] : 0);
+		return v;
+	}
+	/* xorshift64* */
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return (uint32_t)((s->rng * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static uint32_t below(struct model *M, uint32_t n)
+{
+	return n ? rnd(M->src) % n : 0;
+}
+
+/* ---- model helpers ---- */
+
+static void fail(struct model *M, int slot, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static void fail(struct model *M, int slot, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (M->failed)
+		return;
+	M->failed = 1;
+	fprintf(stderr, "model: op #%ld (%s) slot %d: ", M->op_index,
+		model_op_name(M->cur_op), slot);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void m_set(struct slot *s, const unsigned char *b, unsigned int n)
+{
+	unsigned char *m = realloc(s->m, n ? n : 1);
+
+	if (!m)
+		abort();
+	if (n)
+		memmove(m, b, n);
+	s->m = m;
+	s->mlen = n;
+}
+
+static void m_insert(struct slot *s, unsigned int at, const unsigned char *b, unsigned int n)
+{
+	unsigned char *m = realloc(s->m, s->mlen + n + 1);
+
+	if (!m)
+		abort();
+	memmove(m + at + n, m + at, s->mlen - at);
+	memcpy(m + at, b, n);
+	s->m = m;
+	s->mlen += n;
+}
+
+static void m_cut(struct slot *s, unsigned int at, unsigned int n)
+{
+	memmove(s->m + at, s->m + at + n, s->mlen - at - n);
+	s->mlen -= n;
+}
+
+static int empty_slot(struct model *M)
+{
+	int i, start = (int)below(M, NSLOTS);
+
+	for (i = 0; i < NSLOTS; i++)
+		if (!M->s[(start + i) % NSLOTS].skb)
+			return (start + i) % NSLOTS;
+	return -1;
+}
+
+static int full_slot(struct model *M)
+{
+	int i, start = (int)below(M, NSLOTS);
+
+	for (i = 0; i < NSLOTS; i++)
+		if (M->s[(start + i) % NSLOTS].skb)
+			return (start + i) % NSLOTS;
+	return -1;
+}
+
+static void rand_bytes(struct model *M, unsigned char *b, unsigned int n)
+{
+	unsigned int i;
+	uint32_t v = rnd(M->src);
+
+	for (i = 0; i < n; i++) {
+		b[i] = (unsigned char)(v >> ((i & 3) * 8));
+		if ((i & 3) == 3)
+			v = v * 1103515245u + 12345u;
+	}
+}
+
+static void slot_release(struct slot *s)
+{
+	while (s->extra) {
+		uskb_free(s->skb);
+		s->extra--;
+	}
+	uskb_free(s->skb);
+	s->skb = NULL;
+	s->mlen = 0;
+}
+
+/* ---- verification ---- */
+
+static unsigned int fraglist_len(const struct uskb *skb)
+{
+	const struct uskb *it;
+	unsigned int n = 0;
+
+	uskb_walk_frags(skb, it)
+		n += it->len;
+	return n;
+}
+
+static int check_geometry(struct model *M, int idx, const struct uskb *skb, int depth)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	unsigned int frags = 0, i, dataref;
+	const struct uskb *it;
+
+	if (skb->data < skb->head || skb->tail > skb->end ||
+	    skb->data + uskb_headlen(skb) != uskb_tail_pointer(skb)) {
+		fail(M, idx, "bad head geometry: headroom %u headlen %u tail %u end %u",
+		     uskb_headroom(skb), uskb_headlen(skb), skb->tail, skb->end);
+		return 1;
+	}
+	if (sh->nr_frags > USKB_MAX_SKB_FRAGS) {
+		fail(M, idx, "nr_frags %u", sh->nr_frags);
+		return 1;
+	}
+	for (i = 0; i < sh->nr_frags; i++) {
+		if (!sh->frags[i].len ||
+		    sh->frags[i].offset + sh->frags[i].len > uskb_page_size(sh->frags[i].page) ||
+		    uskb_page_ref_count(sh->frags[i].page) < 1) {
+			fail(M, idx, "bad frag %u", i);
+			return 1;
+		}
+		frags += sh->frags[i].len;
+	}
+	if (skb->data_len != frags + fraglist_len(skb) || skb->data_len > skb->len) {
+		fail(M, idx, "data_len %u != frags %u + frag_list %u", skb->data_len, frags,
+		     fraglist_len(skb));
+		return 1;
+	}
+	dataref = atomic_load(&sh->dataref);
+	if (!skb->cloned && (dataref & USKB_DATAREF_MASK) != 1) {
+		fail(M, idx, "not cloned but dataref %#x", dataref);
+		return 1;
+	}
+	if (atomic_load(&skb->users) < 1) {
+		fail(M, idx, "users %d", atomic_load(&skb->users));
+		return 1;
+	}
+	if (depth < 3)
+		uskb_walk_frags(skb, it)
+			if (check_geometry(M, idx, it, depth + 1))
+				return 1;
+	return 0;
+}
+
+static void verify_slot(struct model *M, int i)
+{
+	struct slot *s = &M->s[i];
+
+	if (!s->skb)
+		return;
+	if (s->skb->len != s->mlen) {
+		fail(M, i, "len %u, model %u", s->skb->len, s->mlen);
+		return;
+	}
+	if (check_geometry(M, i, s->skb, 0))
+		return;
+	if (atomic_load(&s->skb->users) != 1 + s->extra) {
+		fail(M, i, "users %d, model %d", atomic_load(&s->skb->users), 1 + s->extra);
+		return;
+	}
+	if (uskb_copy_bits(s->skb, 0, M->scratch, (int)s->mlen)) {
+		fail(M, i, "copy_bits of the whole packet failed");
+		return;
+	}
+	if (s->mlen && memcmp(M->scratch, s->m, s->mlen)) {
+		unsigned int k = 0;
+
+		while (M->scratch[k] == s->m[k])
+			k++;
+		fail(M, i, "contents differ at byte %u of %u (headlen %u)", k, s->mlen,
+		     uskb_headlen(s->skb));
+	}
+}
+
+static void verify_all(struct model *M)
+{
+	int i;
+
+	for (i = 0; i < NSLOTS && !M->failed; i++)
+		verify_slot(M, i);
+}
+
+/* ---- operations ---- */
+
+static bool writable(struct slot *s)
+{
+	return s->extra == 0; /* a shared skb must not be changed (kernel rule) */
+}
+
+static void op_alloc(struct model *M)
+{
+	int i = empty_slot(M);
+	unsigned int size, res, n;
+	struct slot *s;
+
+	if (i < 0)
+		return;
+	s = &M->s[i];
+	size = below(M, 700);
+	s->skb = below(M, 4) ? uskb_alloc(size) : uskb_alloc_fclone(size);
+	if (!s->skb) {
+		fail(M, i, "alloc(%u) failed", size);
+		return;
+	}
+	if (uskb_tailroom(s->skb) < (int)size)
+		fail(M, i, "alloc(%u) gave tailroom %d", size, uskb_tailroom(s->skb));
+	res = below(M, size + 1);
+	uskb_reserve(s->skb, (int)res);
+	n = below(M, (unsigned int)uskb_tailroom(s->skb) + 1);
+	rand_bytes(M, M->scratch, n);
+	uskb_put_data(s->skb, M->scratch, n);
+	m_set(s, M->scratch, n);
+	s->extra = 0;
+}
+
+static void op_put(struct model *M, int i, struct slot *s)
+{
+	unsigned int n;
+
+	if (!writable(s) || uskb_is_nonlinear(s->skb) || uskb_unclone(s->skb))
+		return;
+	n = below(M, (unsigned int)uskb_tailroom(s->skb) + 1);
+	rand_bytes(M, M->scratch, n);
+	if (below(M, 2)) {
+		uskb_put_data(s->skb, M->scratch, n);
+	} else {
+		uskb_put_zero(s->skb, n);
+		memset(M->scratch, 0, n);
+	}
+	m_insert(s, s->mlen, M->scratch, n);
+	(void)i;
+}
+
+static void op_push(struct model *M, int i, struct slot *s)
+{
+	unsigned int n = below(M, 200);
+
+	if (!writable(s) || s->mlen + n > MAX_PKT)
+		return;
+	if (uskb_cow(s->skb, n)) {
+		fail(M, i, "cow failed");
+		return;
+	}
+	if (uskb_headroom(s->skb) < n || uskb_cloned(s->skb)) {
+		fail(M, i, "cow left headroom %u cloned %d", uskb_headroom(s->skb),
+		     uskb_cloned(s->skb));
+		return;
+	}
+	rand_bytes(M, M->scratch, n);
+	memcpy(uskb_push(s->skb, n), M->scratch, n);
+	m_insert(s, 0, M->scratch, n);
+}
+
+static void op_pull(struct model *M, int i, struct slot *s)
+{
+	unsigned int n = below(M, uskb_headlen(s->skb) + 1);
+	unsigned char *old = s->skb->data;
+
+	if (!writable(s))
+		return;
+	if (uskb_pull(s->skb, n) != old + n)
+		fail(M, i, "pull returned a wrong pointer");
+	m_cut(s, 0, n);
+	if (uskb_pull(s->skb, s->skb->len + 1) != NULL)
+		fail(M, i, "pull past len did not return NULL");
+}
+
+static void op_pskb_pull(struct model *M, int i, struct slot *s)
+{
+	unsigned int n = below(M, s->mlen + 1);
+
+	if (!writable(s))
+		return;
+	if (!uskb_pskb_pull(s->skb, n)) {
+		fail(M, i, "pskb_pull(%u) failed", n);
+		return;
+	}
+	m_cut(s, 0, n);
+}
+
+static void op_trim(struct model *M, int i, struct slot *s)
+{
+	unsigned int n;
+
+	if (!writable(s) || uskb_is_nonlinear(s->skb))
+		return;
+	n = below(M, s->mlen + 1);
+	uskb_trim(s->skb, n);
+	s->mlen = n;
+	(void)i;
+}
+
+static void op_pskb_trim(struct model *M, int i, struct slot *s)
+{
+	unsigned int n;
+
+	if (!writable(s))
+		return;
+	n = below(M, s->mlen + 1);
+	if (uskb_pskb_trim(s->skb, n)) {
+		fail(M, i, "pskb_trim(%u) failed", n);
+		return;
+	}
+	if (n < s->mlen)
+		s->mlen = n;
+}
+
+static void op_add_frag(struct model *M, int i, struct slot *s, bool zero)
+{
+	struct uskb_page *pg = zero ? uskb_zero_page() : M->pages[below(M, NPAGES)];
+	struct uskb_shared_info *sh;
+	unsigned int off, len;
+
+	if (!writable(s) || uskb_has_frag_list(s->skb) || s->mlen > MAX_PKT - 4096)
+		return;
+	if (uskb_unclone(s->skb)) {
+		fail(M, i, "unclone failed");
+		return;
+	}
+	sh = uskb_shinfo(s->skb);
+	if (sh->nr_frags >= USKB_MAX_SKB_FRAGS)
+		return;
+	off = below(M, USKB_PAGE_SIZE - 1);
+	len = 1 + below(M, USKB_PAGE_SIZE - off);
+	uskb_page_get(pg);
+	uskb_add_rx_frag(s->skb, sh->nr_frags, pg, (int)off, (int)len, len);
+	m_insert(s, s->mlen, (unsigned char *)uskb_page_address(pg) + off, len);
+}
+
+static void op_frag_list(struct model *M, int i, struct slot *s)
+{
+	int j = full_slot(M);
+	struct slot *c;
+
+	if (j < 0 || j == i || !writable(s))
+		return;
+	c = &M->s[j];
+	if (!writable(c) || uskb_has_frag_list(c->skb) || !c->mlen ||
+	    s->mlen + c->mlen > MAX_PKT)
+		return;
+	if (uskb_unclone(s->skb)) {
+		fail(M, i, "unclone failed");
+		return;
+	}
+	/* a frag_list chain shared with a copy (members with users > 1) is not ours to extend */
+	{
+		struct uskb *it;
+
+		uskb_walk_frags(s->skb, it)
+			if (uskb_shared(it))
+				return;
+	}
+	uskb_append_frag_list(s->skb, c->skb);
+	m_insert(s, s->mlen, c->m, c->mlen);
+	c->skb = NULL;
+	c->mlen = 0;
+}
+
+static void op_clone(struct model *M, int i, struct slot *s)
+{
+	int j = empty_slot(M);
+	struct uskb *n;
+
+	if (j < 0)
+		return;
+	n = uskb_clone(s->skb);
+	if (!n) {
+		fail(M, i, "clone failed");
+		return;
+	}
+	if (n->head != s->skb->head || !uskb_cloned(n) || !uskb_cloned(s->skb))
+		fail(M, i, "clone does not share the head");
+	M->s[j].skb = n;
+	M->s[j].extra = 0;
+	m_set(&M->s[j], s->m, s->mlen);
+}
+
+static void op_copy(struct model *M, int i, struct slot *s, bool pskb)
+{
+	int j = empty_slot(M), f;
+	struct uskb *n;
+	const struct uskb_shared_info *sh = uskb_shinfo(s->skb);
+
+	if (j < 0)
+		return;
+	n = pskb ? uskb_pskb_copy(s->skb) : uskb_copy(s->skb);
+	if (!n) {
+		fail(M, i, "copy failed");
+		return;
+	}
+	if (n->head == s->skb->head || uskb_cloned(n))
+		fail(M, i, "copy shares the head");
+	if (uskb_headroom(n) != uskb_headroom(s->skb))
+		fail(M, i, "copy changed the headroom");
+	if (pskb) {
+		/* frags and frag_list are shared, not copied */
+		if (uskb_shinfo(n)->nr_frags != sh->nr_frags ||
+		    uskb_shinfo(n)->frag_list != sh->frag_list)
+			fail(M, i, "pskb_copy did not share the paged data");
+		for (f = 0; f < sh->nr_frags; f++)
+			if (uskb_shinfo(n)->frags[f].page != sh->frags[f].page)
+				fail(M, i, "pskb_copy frag %d differs", f);
+	} else if (uskb_is_nonlinear(n)) {
+		fail(M, i, "copy is not linear");
+	}
+	M->s[j].skb = n;
+	M->s[j].extra = 0;
+	m_set(&M->s[j], s->m, s->mlen);
+}
+
+static void op_expand(struct model *M, int i, struct slot *s)
+{
+	int nhead = (int)below(M, 300), ntail = (int)below(M, 300);
+	unsigned int hr = uskb_headroom(s->skb);
+
+	if (!writable(s))
+		return;
+	if (uskb_expand_head(s->skb, nhead, ntail)) {
+		fail(M, i, "expand_head failed");
+		return;
+	}
+	if (uskb_headroom(s->skb) != hr + (unsigned int)nhead || uskb_cloned(s->skb))
+		fail(M, i, "expand_head: headroom %u want %u", uskb_headroom(s->skb),
+		     hr + (unsigned int)nhead);
+}
+
+static void op_cow(struct model *M, int i, struct slot *s, bool head)
+{
+	unsigned int hr = below(M, 256);
+
+	if (!writable(s))
+		return;
+	if ((head ? uskb_cow_head(s->skb, hr) : uskb_cow(s->skb, hr)) ||
+	    uskb_headroom(s->skb) < hr || (head ? uskb_header_cloned(s->skb) : uskb_cloned(s->skb)))
+		fail(M, i, "cow%s(%u) failed", head ? "_head" : "", hr);
+}
+
+static void op_unshare(struct model *M, int i, struct slot *s)
+{
+	bool was = uskb_cloned(s->skb);
+	struct uskb *old = s->skb;
+
+	if (!writable(s))
+		return;
+	s->skb = uskb_unshare(s->skb);
+	if (!s->skb) {
+		fail(M, i, "unshare failed");
+		return;
+	}
+	if (was == (s->skb == old) || uskb_cloned(s->skb))
+		fail(M, i, "unshare: cloned %d, replaced %d", was, s->skb != old);
+}
+
+static void op_share_check(struct model *M, int i, struct slot *s)
+{
+	struct uskb *old = s->skb, *n;
+
+	if (!s->extra)
+		return;
+	n = uskb_share_check(old);
+	if (!n || n == old) {
+		fail(M, i, "share_check did not clone a shared skb");
+		return;
+	}
+	/* the original lost one user; the slot now owns the private clone */
+	s->extra--;
+	{
+		int j = empty_slot(M);
+
+		if (j < 0) {
+			uskb_free(n);
+			return;
+		}
+		M->s[j].skb = n;
+		M->s[j].extra = 0;
+		m_set(&M->s[j], s->m, s->mlen);
+	}
+}
+
+static void op_may_pull(struct model *M, int i, struct slot *s)
+{
+	unsigned int n = below(M, s->mlen + 2);
+
+	if (!writable(s))
+		return;
+	if (uskb_may_pull(s->skb, n) != (n <= s->mlen))
+		fail(M, i, "may_pull(%u) of %u bytes", n, s->mlen);
+	else if (n <= s->mlen && uskb_headlen(s->skb) < n)
+		fail(M, i, "may_pull(%u) left headlen %u", n, uskb_headlen(s->skb));
+}
+
+static void op_linearize(struct model *M, int i, struct slot *s)
+{
+	if (!writable(s))
+		return;
+	if (uskb_linearize(s->skb) || uskb_is_nonlinear(s->skb) || uskb_has_frag_list(s->skb) ||
+	    uskb_shinfo(s->skb)->nr_frags)
+		fail(M, i, "linearize failed");
+}
+
+static void op_copy_bits(struct model *M, int i, struct slot *s)
+{
+	unsigned int off = below(M, s->mlen + 1), n = below(M, s->mlen - off + 1);
+
+	if (uskb_copy_bits(s->skb, (int)off, M->scratch, (int)n) ||
+	    (n && memcmp(M->scratch, s->m + off, n)))
+		fail(M, i, "copy_bits(%u, %u) wrong", off, n);
+	if (uskb_copy_bits(s->skb, (int)off, M->scratch, (int)(s->mlen - off + 1)) != -EFAULT)
+		fail(M, i, "copy_bits past the end did not fault");
+}
+
+static void op_store_bits(struct model *M, int i, struct slot *s)
+{
+	unsigned int end = below(M, s->mlen + 1), off = below(M, end + 1);
+
+	if (!writable(s))
+		return;
+	if (uskb_ensure_writable(s->skb, end)) {
+		fail(M, i, "ensure_writable(%u) failed", end);
+		return;
+	}
+	if (uskb_headlen(s->skb) < end) {
+		fail(M, i, "ensure_writable(%u) left headlen %u", end, uskb_headlen(s->skb));
+		return;
+	}
+	rand_bytes(M, M->scratch, end - off);
+	if (uskb_store_bits(s->skb, (int)off, M->scratch, (int)(end - off))) {
+		fail(M, i, "store_bits failed");
+		return;
+	}
+	memcpy(s->m + off, M->scratch, end - off);
+}
+
+static void op_split(struct model *M, int i, struct slot *s)
+{
+	int j = empty_slot(M);
+	unsigned int len, pos;
+	struct uskb *n;
+
+	if (j < 0 || !writable(s) || uskb_has_frag_list(s->skb) || uskb_unclone(s->skb))
+		return;
+	len = below(M, s->mlen + 1);
+	pos = uskb_headlen(s->skb);
+	n = uskb_alloc(len < pos ? pos - len : 0);
+	if (!n) {
+		fail(M, i, "alloc failed");
+		return;
+	}
+	uskb_split(s->skb, n, len);
+	M->s[j].skb = n;
+	M->s[j].extra = 0;
+	m_set(&M->s[j], s->m + len, s->mlen - len);
+	s->mlen = len;
+}
+
+static void op_coalesce(struct model *M, int i, struct slot *s)
+{
+	int j = full_slot(M), delta;
+	struct slot *f;
+	bool stolen;
+
+	if (j < 0 || j == i || !writable(s))
+		return;
+	f = &M->s[j];
+	if (!writable(f) || s->mlen + f->mlen > MAX_PKT)
+		return;
+	if (!uskb_try_coalesce(s->skb, f->skb, &stolen, &delta))
+		return;
+	m_insert(s, s->mlen, f->m, f->mlen);
+	uskb_free_partial(f->skb, stolen);
+	f->skb = NULL;
+	f->mlen = 0;
+}
+
+static void op_checksum(struct model *M, int i, struct slot *s)
+{
+	unsigned int off = below(M, s->mlen + 1), n = below(M, s->mlen - off + 1);
+	uskb_wsum seed = rnd(M->src);
+
+	if (uskb_csum_fold(uskb_checksum(s->skb, (int)off, (int)n, seed)) !=
+	    uskb_csum_fold(uskb_csum_partial_ref(s->m + off, n, seed)))
+		fail(M, i, "checksum(%u, %u) differs from the reference", off, n);
+}
+
+static void op_csum_help(struct model *M, int i, struct slot *s)
+{
+	unsigned int hl, start, off;
+	uskb_sum16 want;
+
+	if (!writable(s) || uskb_headlen(s->skb) < 2)
+		return;
+	hl = uskb_headlen(s->skb);
+	start = below(M, hl - 1);
+	off = below(M, hl - start - 1);
+	if (!uskb_partial_csum_set(s->skb, (uint16_t)start, (uint16_t)off)) {
+		fail(M, i, "partial_csum_set(%u, %u) refused, headlen %u", start, off, hl);
+		return;
+	}
+	want = uskb_csum_fold(uskb_csum_partial_ref(s->m + start, s->mlen - start, 0));
+	if (!want)
+		want = 0xffff;
+	if (uskb_checksum_help(s->skb)) {
+		fail(M, i, "checksum_help failed");
+		return;
+	}
+	memcpy(s->m + start + off, &want, 2);
+	if (s->skb->ip_summed != USKB_CHECKSUM_NONE)
+		fail(M, i, "checksum_help left ip_summed %d", s->skb->ip_summed);
+}
+
+static void op_queue(struct model *M)
+{
+	struct uskb_head q;
+	struct uskb *order[NSLOTS];
+	int i, n = 0;
+
+	uskb_queue_head_init(&q);
+	for (i = 0; i < NSLOTS; i++)
+		if (M->s[i].skb && !M->s[i].skb->next && !M->s[i].skb->prev) {
+			order[n++] = M->s[i].skb;
+			if (i & 1)
+				uskb_queue_tail(&q, M->s[i].skb);
+			else
+				uskb_queue_head(&q, M->s[i].skb);
+		}
+	if (uskb_queue_len(&q) != (uint32_t)n)
+		fail(M, -1, "queue length %u, want %d", uskb_queue_len(&q), n);
+	for (i = 0; i < n; i++) {
+		struct uskb *skb = (i & 1) ? uskb_dequeue_tail(&q) : uskb_dequeue(&q);
+		int k, found = 0;
+
+		for (k = 0; k < n; k++)
+			found |= order[k] == skb;
+		if (!found)
+			fail(M, -1, "dequeued an unknown skb");
+	}
+	if (!uskb_queue_empty(&q) || uskb_dequeue(&q))
+		fail(M, -1, "queue not empty after dequeuing all");
+}
+
+static void step(struct model *M)
+{
+	int op = (int)below(M, NOPS), i;
+	struct slot *s;
+
+	M->cur_op = op;
+	if (op == OP_ALLOC) {
+		op_alloc(M);
+		return;
+	}
+	if (op == OP_QUEUE) {
+		op_queue(M);
+		return;
+	}
+	i = full_slot(M);
+	if (i < 0) {
+		M->cur_op = OP_ALLOC;
+		op_alloc(M);
+		return;
+	}
+	s = &M->s[i];
+	switch (op) {
+	case OP_FREE:
+		if (below(M, 2))
+			slot_release(s);
+		else {
+			while (s->extra--)
+				uskb_free(s->skb);
+			uskb_consume(s->skb);
+			s->skb = NULL;
+			s->extra = 0;
+		}
+		break;
+	case OP_PUT: op_put(M, i, s); break;
+	case OP_PUSH: op_push(M, i, s); break;
+	case OP_PULL: op_pull(M, i, s); break;
+	case OP_PSKB_PULL: op_pskb_pull(M, i, s); break;
+	case OP_TRIM: op_trim(M, i, s); break;
+	case OP_PSKB_TRIM: op_pskb_trim(M, i, s); break;
+	case OP_ADD_FRAG: op_add_frag(M, i, s, false); break;
+	case OP_ADD_ZERO_FRAG: op_add_frag(M, i, s, true); break;
+	case OP_FRAG_LIST: op_frag_list(M, i, s); break;
+	case OP_CLONE: op_clone(M, i, s); break;
+	case OP_COPY: op_copy(M, i, s, false); break;
+	case OP_PSKB_COPY: op_copy(M, i, s, true); break;
+	case OP_EXPAND: op_expand(M, i, s); break;
+	case OP_COW: op_cow(M, i, s, false); break;
+	case OP_COW_HEAD: op_cow(M, i, s, true); break;
+	case OP_UNCLONE:
+		if (writable(s) && (uskb_unclone(s->skb) || uskb_cloned(s->skb)))
+			fail(M, i, "unclone failed");
+		break;
+	case OP_UNSHARE: op_unshare(M, i, s); break;
+	case OP_GET:
+		if (s->extra < 3) {
+			uskb_get(s->skb);
+			s->extra++;
+		}
+		break;
+	case OP_PUT_USER:
+		if (s->extra) {
+			uskb_free(s->skb);
+			s->extra--;
+		}
+		break;
+	case OP_SHARE_CHECK: op_share_check(M, i, s); break;
+	case OP_MAY_PULL: op_may_pull(M, i, s); break;
+	case OP_LINEARIZE: op_linearize(M, i, s); break;
+	case OP_COPY_BITS: op_copy_bits(M, i, s); break;
+	case OP_STORE_BITS: op_store_bits(M, i, s); break;
+	case OP_SPLIT: op_split(M, i, s); break;
+	case OP_COALESCE: op_coalesce(M, i, s); break;
+	case OP_HEADER_RELEASE:
+		if (!s->skb->nohdr && writable(s))
+			uskb_header_release(s->skb);
+		break;
+	case OP_CHECKSUM: op_checksum(M, i, s); break;
+	case OP_CONDENSE:
+		if (writable(s))
+			uskb_condense(s->skb);
+		break;
+	case OP_CSUM_HELP: op_csum_help(M, i, s); break;
+	}
+}
+
+void model_run(struct model_src *src, long max_ops, int verify_every, struct model_result *res)
+{
+	struct model *M = calloc(1, sizeof(*M));
+	int i;
+
+	if (!M)
+		abort();
+	M->src = src;
+	memset(res, 0, sizeof(*res));
+	for (i = 0; i < NPAGES; i++) {
+		M->pages[i] = uskb_page_alloc(0);
+		if (!M->pages[i])
+			abort();
+		rand_bytes(M, uskb_page_address(M->pages[i]), USKB_PAGE_SIZE);
+	}
+	for (M->op_index = 0; M->op_index < max_ops && src_more(src) && !M->failed;
+	     M->op_index++) {
+		step(M);
+		res->counts[M->cur_op]++;
+		if (verify_every <= 1 || M->op_index % verify_every == 0)
+			verify_all(M);
+	}
+	verify_all(M);
+	res->ops = M->op_index;
+	res->failed = M->failed;
+	for (i = 0; i < NSLOTS; i++) {
+		if (M->s[i].skb)
+			slot_release(&M->s[i]);
+		free(M->s[i].m);
+	}
+	for (i = 0; i < NPAGES; i++) {
+		if (uskb_page_ref_count(M->pages[i]) != 1 && !res->failed) {
+			fprintf(stderr, "model: page %d has %d references after all skbs were freed\n",
+				i, uskb_page_ref_count(M->pages[i]));
+			res->failed = 1;
+		}
+		uskb_page_put(M->pages[i]);
+	}
+	free(M);
+}
