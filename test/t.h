@@ -3,6 +3,7 @@
 #ifndef USKB_TEST_T_H
 #define USKB_TEST_T_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* mem layer: pages, orders, address lookup, pools, zero page, page_frag. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "t.h"
+
+static void test_pages(void)
+{
+	struct uskb_page *p[USKB_PAGE_MAX_ORDER + 1];
+	struct uskb_stats st = { .sz = sizeof(st) };
+	unsigned int o;
+
+	for (o = 0; o <= USKB_PAGE_MAX_ORDER; o++) {
+		char *a;
+
+		p[o] = uskb_page_alloc(o);
+		CHECK(p[o]);
+		if (!p[o])
+			return;
+		a = uskb_page_address(p[o]);
+		CHECK_EQ(uskb_page_size(p[o]), (size_t)USKB_PAGE_SIZE << o);
+		CHECK_EQ((uintptr_t)a % USKB_PAGE_SIZE, 0);
+		CHECK_EQ(uskb_page_ref_count(p[o]), 1);
+		memset(a, (int)o, uskb_page_size(p[o]));
+		/* O(1) lookup from any byte of the block */
+		CHECK(uskb_virt_to_page(a) == p[o]);
+		CHECK(uskb_virt_to_page(a + uskb_page_size(p[o]) - 1) == p[o]);
+		CHECK(uskb_addr_is_page(a + 17));
+	}
+	CHECK(!uskb_addr_is_page(&st));
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages_by_order[3], 1);
+	uskb_page_get(p[2]);
+	CHECK_EQ(uskb_page_ref_count(p[2]), 2);
+	uskb_page_put(p[2]);
+	CHECK_EQ(uskb_page_ref_count(p[2]), 1);
+	for (o = 0; o <= USKB_PAGE_MAX_ORDER; o++)
+		uskb_page_put(p[o]);
+	errno = 0;
+	CHECK(uskb_page_alloc(USKB_PAGE_MAX_ORDER + 1) == NULL && errno == EINVAL);
+	CHECK(uskb_page_alloc_node(0, 4000) == NULL && errno == EINVAL);
+	/* node 0 exists everywhere: the node is recorded */
+	p[0] = uskb_page_alloc_node(0, 0);
+	CHECK(p[0] && p[0]->node == 0);
+	uskb_page_put(p[0]);
+}
+
+static void test_pool(void)
+{
+	struct uskb_page_pool_opts o = { .sz = sizeof(o), .order = 1, .node = -1, .pool_size = 4 };
+	struct uskb_page_pool *pool = uskb_page_pool_create(&o);
+	struct uskb_page_pool_stats ps;
+	struct uskb_page *p[6], *q;
+	int i;
+
+	CHECK(pool);
+	for (i = 0; i < 6; i++) {
+		p[i] = uskb_page_pool_alloc(pool);
+		CHECK(p[i] && p[i]->pp == pool && p[i]->order == 1);
+	}
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.alloc_slow, 6);
+	CHECK_EQ(ps.in_use, 6);
+	for (i = 0; i < 6; i++)
+		uskb_page_put(p[i]); /* 4 recycled, 2 released (pool_size 4) */
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.recycled, 4);
+	CHECK_EQ(ps.released, 2);
+	CHECK_EQ(ps.idle, 4);
+	q = uskb_page_pool_alloc(pool);
+	CHECK(q == p[3]); /* LIFO: the last recycled comes back first */
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.alloc_fast, 1);
+	/* a pool page travelling in an skb returns to the pool on the last put */
+	{
+		struct uskb *skb = uskb_alloc(64);
+
+		uskb_add_rx_frag(skb, 0, q, 0, 100, 8192);
+		uskb_free(skb);
+		uskb_page_pool_get_stats(pool, &ps);
+		CHECK_EQ(ps.idle, 4);
+	}
+	/* destroy with a page out: the pool lives until it comes back */
+	q = uskb_page_pool_alloc(pool);
+	uskb_page_pool_destroy(pool);
+	{
+		struct uskb_stats st = { .sz = sizeof(st) };
+
+		uskb_stats_get(&st);
+		CHECK_EQ(st.pools, 1);
+		uskb_page_put(q);
+		uskb_stats_get(&st);
+		CHECK_EQ(st.pools, 0);
+	}
+	o.sz = 3;
+	CHECK(uskb_page_pool_create(&o) == NULL && errno == EINVAL);
+}
+
+static void test_zero_page(void)
+{
+	struct uskb_page *z = uskb_zero_page();
+	const unsigned char *a = uskb_page_address(z);
+	struct uskb_stats st = { .sz = sizeof(st) };
+	int i, nonzero = 0, status;
+	pid_t pid;
+
+	CHECK(z == uskb_zero_page());
+	CHECK(z->flags & USKB_PG_ZERO);
+	for (i = 0; i < (int)USKB_PAGE_SIZE; i++)
+		nonzero |= a[i];
+	CHECK(!nonzero);
+	uskb_page_get(z);
+	uskb_page_get(z);
+	uskb_stats_get(&st);
+	CHECK_EQ(st.zero_page_refs, 2);
+	uskb_page_put(z);
+	uskb_page_put(z);
+	CHECK(uskb_zero_page_node(0) != NULL);
+	/* the zero page is mapped read-only: a write faults */
+	pid = fork();
+	if (pid == 0) {
+		((volatile unsigned char *)a)[5] = 1;
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+}
+
+static void test_page_frag(void)
+{
+	struct uskb_page_frag_cache nc = { .node = -1 };
+	void *v[200];
+	struct uskb_page *pg;
+	int i;
+
+	v[0] = uskb_page_frag_alloc(&nc, 1000, 64);
+	CHECK(v[0] && (uintptr_t)v[0] % 64 == 0);
+	pg = uskb_virt_to_page(v[0]);
+	CHECK_EQ(pg->order, USKB_PAGE_FRAG_ORDER);
+	v[1] = uskb_page_frag_alloc(&nc, 1000, 64);
+	CHECK(uskb_virt_to_page(v[1]) == pg); /* same block, no new page */
+	CHECK((char *)v[1] < (char *)v[0]);   /* carved downwards */
+	uskb_page_frag_free(v[0]);
+	uskb_page_frag_free(v[1]);
+	/* fill the block; with all fragments back, the block is reused in place */
+	for (i = 0; i < 40; i++) {
+		v[i] = uskb_page_frag_alloc(&nc, 1000, 64);
+		uskb_page_frag_free(v[i]);
+	}
+	CHECK(uskb_virt_to_page(v[39]) == pg);
+	/* a fragment still out forces a fresh block; the old one is freed by it */
+	v[0] = uskb_page_frag_alloc(&nc, 30000, 64);
+	v[1] = uskb_page_frag_alloc(&nc, 30000, 64);
+	CHECK(uskb_virt_to_page(v[1]) != uskb_virt_to_page(v[0]));
+	uskb_page_frag_free(v[0]);
+	uskb_page_frag_free(v[1]);
+	CHECK(uskb_page_frag_alloc(&nc, 100, 3) == NULL && errno == EINVAL);
+	CHECK(uskb_page_frag_alloc(&nc, 40000, 64) == NULL && errno == EINVAL);
+	uskb_page_frag_cache_drain(&nc);
+}
+
+int main(void)
+{
+	test_pages();
+	test_pool();
+	test_zero_page();
+	test_page_frag();
+	return t_end("page");
+}
