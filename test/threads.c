@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Concurrency: clones of one skb (sharing head, frags and a frag_list) are
+ * dropped on many threads; page references taken and dropped concurrently;
+ * skbs allocated on one thread and freed on another; threads exit with
+ * objects in their caches. Run under TSan by `make test SANITIZE=thread`.
+ */
+#include <pthread.h>
+#include "t.h"
+
+#define THREADS 4
+#define ROUNDS 2000
+
+static struct uskb_head q;
+static atomic_int done_producers;
+
+struct share_arg {
+	struct uskb *clones[THREADS];
+	unsigned char want[600];
+};
+
+static void *drop_clone(void *arg)
+{
+	struct uskb *skb = arg;
+	unsigned char buf[600];
+
+	/* read the shared data, then drop this thread's references */
+	if (uskb_copy_bits(skb, 0, buf, (int)skb->len))
+		abort();
+	if (uskb_may_pull(skb, 100) == false) /* private head after unclone */
+		abort();
+	uskb_free(skb);
+	return NULL;
+}
+
+static void test_shared_clones(void)
+{
+	struct uskb_page *pg = uskb_page_alloc(0);
+	int r;
+
+	t_fill(uskb_page_address(pg), USKB_PAGE_SIZE, 2);
+	for (r = 0; r < ROUNDS / 10; r++) {
+		pthread_t th[THREADS];
+		struct uskb *skb = uskb_alloc(128), *fl = uskb_alloc(64);
+		int i;
+
+		t_fill(uskb_put(skb, 40), 40, (unsigned int)r);
+		uskb_page_get(pg);
+		uskb_add_rx_frag(skb, 0, pg, 0, 300, 300);
+		t_fill(uskb_put(fl, 60), 60, 1);
+		uskb_append_frag_list(skb, fl);
+		for (i = 0; i < THREADS; i++) {
+			struct uskb *c = (i & 1) ? uskb_clone(skb) : uskb_pskb_copy(skb);
+
+			pthread_create(&th[i], NULL, drop_clone, c);
+		}
+		uskb_free(skb);
+		for (i = 0; i < THREADS; i++)
+			pthread_join(th[i], NULL);
+	}
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	uskb_page_put(pg);
+}
+
+static void *producer(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < ROUNDS; i++) {
+		struct uskb *skb = uskb_alloc((unsigned int)(i % 700));
+
+		uskb_put_zero(skb, (unsigned int)(i % 700) / 2);
+		*(int *)skb->cb = i;
+		uskb_queue_tail(&q, skb);
+	}
+	atomic_fetch_add(&done_producers, 1);
+	return NULL; /* exits with objects still in its caches and in flight */
+}
+
+static void *consumer(void *arg)
+{
+	long n = 0;
+
+	(void)arg;
+	for (;;) {
+		struct uskb *skb = uskb_dequeue(&q);
+
+		if (!skb) {
+			if (atomic_load(&done_producers) == THREADS / 2 && uskb_queue_empty(&q))
+				break;
+			continue;
+		}
+		if (skb->len != (unsigned int)(*(int *)skb->cb % 700) / 2)
+			abort();
+		uskb_free(skb);
+		n++;
+	}
+	return (void *)n;
+}
+
+static void test_cross_thread_free(void)
+{
+	pthread_t p[THREADS / 2], c[THREADS / 2];
+	long total = 0;
+	int i;
+
+	uskb_queue_head_init(&q);
+	for (i = 0; i < THREADS / 2; i++) {
+		pthread_create(&p[i], NULL, producer, NULL);
+		pthread_create(&c[i], NULL, consumer, NULL);
+	}
+	for (i = 0; i < THREADS / 2; i++)
+		pthread_join(p[i], NULL);
+	for (i = 0; i < THREADS / 2; i++) {
+		void *n;
+
+		pthread_join(c[i], &n);
+		total += (long)n;
+	}
+	CHECK_EQ(total, (long)ROUNDS * (THREADS / 2));
+}
+
+static struct uskb_page *hot;
+
+static void *page_refs(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < ROUNDS * 10; i++) {
+		uskb_page_get(hot);
+		uskb_page_put(hot);
+	}
+	return NULL;
+}
+
+static void test_page_refs(void)
+{
+	pthread_t th[THREADS];
+	int i;
+
+	hot = uskb_page_alloc(0);
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, page_refs, NULL);
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(uskb_page_ref_count(hot), 1);
+	uskb_page_put(hot);
+}
+
+int main(void)
+{
+	test_shared_clones();
+	test_cross_thread_free();
+	test_page_refs();
+	return t_end("threads");
+}

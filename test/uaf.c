@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pooled objects are poisoned: a use after free through the skb shell cache
+ * or a freed page is caught by ASan (sanitizer builds) or by valgrind
+ * (plain builds, when valgrind is installed). Each touch runs in a child.
+ */
+#include <sys/wait.h>
+#include <unistd.h>
+#include "t.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_ASAN 1
+#endif
+#endif
+
+static volatile unsigned int sink;
+
+static void touch_freed_skb(void)
+{
+	struct uskb *skb = uskb_alloc(100);
+
+	uskb_put(skb, 10);
+	uskb_free(skb); /* the shell goes back to this thread's cache */
+	sink = skb->len;
+}
+
+static void touch_freed_page(void)
+{
+	struct uskb_page *p = uskb_page_alloc(0);
+	unsigned char *a = uskb_page_address(p);
+
+	uskb_page_put(p);
+	sink = a[100];
+}
+
+/* Run mode @which in a child (under valgrind when @vg); return its output. */
+static int run_child(const char *self, const char *which, int vg, char *out, size_t sz)
+{
+	int pipefd[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		abort();
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		if (vg)
+			execlp("valgrind", "valgrind", "--error-exitcode=9", "-q", self, which,
+			       (char *)NULL);
+		else
+			execl(self, self, which, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], out + got, sz - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	static char out[65536];
+	const char *modes[] = { "skb", "page" };
+	int vg = 0, i, status;
+
+	if (argc > 1) {
+		if (!strcmp(argv[1], "skb"))
+			touch_freed_skb();
+		else
+			touch_freed_page();
+		return 0;
+	}
+#ifndef HAVE_ASAN
+	if (system("command -v valgrind >/dev/null 2>&1")) {
+		printf("neither ASan nor valgrind available: skipped\n");
+		return T_SKIP;
+	}
+	vg = 1;
+#endif
+	for (i = 0; i < 2; i++) {
+		status = run_child(argv[0], modes[i], vg, out, sizeof(out));
+		if (vg) {
+			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 9);
+			CHECK(strstr(out, "Invalid read") != NULL);
+		} else {
+			CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+			CHECK(strstr(out, "use-after-poison") != NULL);
+		}
+		printf("use after free of a %s: %s by %s\n", modes[i],
+		       t_failures ? "NOT caught" : "caught", vg ? "valgrind" : "ASan");
+		if (t_failures)
+			fprintf(stderr, "%s\n", out);
+	}
+	return t_end("uaf");
+}
