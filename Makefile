@@ -10,6 +10,7 @@ INCLUDEDIR  ?= $(PREFIX)/include
 MANDIR      ?= $(PREFIX)/share/man
 CC          ?= cc
 
+comma := ,
 ifeq ($(SANITIZE),)
 BUILD       := build
 SANFLAGS    :=
@@ -17,7 +18,7 @@ else
 BUILD       := build/san-$(subst $(comma),-,$(SANITIZE))
 SANFLAGS    := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
-comma := ,
+
 
 OPT         ?= -O2
 CFLAGS      ?= $(OPT) -g

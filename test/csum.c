@@ -94,6 +94,27 @@ static void pcap_add(struct pcap_w *w, const struct uskb *skb)
 
 static struct uskb_page *payload_page;
 
+static uint32_t rd32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint16_t rd16(const void *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static void wr16(void *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
 /* Ethernet + IPv4/IPv6 + UDP in the head, @plen payload bytes in 3 frags. */
 static struct uskb *build_udp(bool v6, unsigned int plen, bool software_partial)
 {
@@ -117,29 +138,29 @@ static struct uskb *build_udp(bool v6, unsigned int plen, bool software_partial)
 	}
 	if (v6) {
 		ip[0] = 0x60;
-		*(uint16_t *)(ip + 4) = htons((uint16_t)ulen);
+		wr16(ip + 4, htons((uint16_t)ulen));
 		ip[6] = 17;
 		ip[7] = 64;
 		memcpy(ip + 8, "\xfd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x01", 16);
 		memcpy(ip + 24, "\xfd\0\0\0\0\0\0\0\0\0\0\0\0\0\0\x02", 16);
 	} else {
 		ip[0] = 0x45;
-		*(uint16_t *)(ip + 2) = htons((uint16_t)(20 + ulen));
+		wr16(ip + 2, htons((uint16_t)(20 + ulen)));
 		ip[8] = 64;
 		ip[9] = 17;
 		memcpy(ip + 12, "\xc6\x12\x00\x01", 4); /* 198.18.0.1 */
 		memcpy(ip + 16, "\xc6\x12\x00\x02", 4); /* 198.18.0.2 */
-		*(uint16_t *)(ip + 10) = uskb_ip_fast_csum(ip, 5);
+		wr16(ip + 10, uskb_ip_fast_csum(ip, 5));
 	}
-	*(uint16_t *)(udp + 0) = htons(9);
-	*(uint16_t *)(udp + 2) = htons(9);
-	*(uint16_t *)(udp + 4) = htons((uint16_t)ulen);
+	wr16(udp + 0, htons(9));
+	wr16(udp + 2, htons(9));
+	wr16(udp + 4, htons((uint16_t)ulen));
 	/* CHECKSUM_PARTIAL: the check field holds the pseudo header sum */
 	if (v6)
-		*(uint16_t *)(udp + 6) = (uint16_t)~uskb_csum_ipv6_magic(ip + 8, ip + 24, ulen, 17, 0);
+		wr16(udp + 6, (uint16_t)~uskb_csum_ipv6_magic(ip + 8, ip + 24, ulen, 17, 0));
 	else
-		*(uint16_t *)(udp + 6) = (uint16_t)~uskb_csum_tcpudp_magic(
-			*(uint32_t *)(ip + 12), *(uint32_t *)(ip + 16), ulen, 17, 0);
+		wr16(udp + 6, (uint16_t)~uskb_csum_tcpudp_magic(
+			rd32(ip + 12), rd32(ip + 16), ulen, 17, 0));
 	CHECK(uskb_partial_csum_set(skb, (uint16_t)(14 + iphl), 6));
 	CHECK_EQ(skb->ip_summed, USKB_CHECKSUM_PARTIAL);
 	CHECK_EQ(uskb_checksum_start_offset(skb), 14 + iphl);
@@ -159,10 +180,10 @@ static struct uskb *build_udp(bool v6, unsigned int plen, bool software_partial)
 		if (v6)
 			CHECK_EQ(uskb_csum_ipv6_magic(skb->data + 22, skb->data + 38, ulen, 17, s), 0);
 		else
-			CHECK_EQ(uskb_csum_tcpudp_magic(*(uint32_t *)(skb->data + 26),
-							*(uint32_t *)(skb->data + 30), ulen, 17, s),
+			CHECK_EQ(uskb_csum_tcpudp_magic(rd32(skb->data + 26),
+							rd32(skb->data + 30), ulen, 17, s),
 				 0);
-		CHECK(*(uint16_t *)(u + 6) != 0);
+		CHECK(rd16(u + 6) != 0);
 	}
 	return skb;
 }
