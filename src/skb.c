@@ -113,14 +113,12 @@ struct uskb *uskb_dev_alloc(unsigned int length)
 /* skb_unref(): true when the caller dropped the last user reference. */
 static inline bool skb_unref(struct uskb *skb)
 {
-	int old = atomic_load_explicit(&skb->users, memory_order_relaxed);
+	/* acquire: a sole owner must see every write made by earlier users */
+	int old = atomic_load_explicit(&skb->users, memory_order_acquire);
 
-	/* likely: most skbs have one user, who may skip the atomic */
-	if (uskb_likely(old == 1)) {
-		/* acquire: see every write made by earlier users */
-		atomic_thread_fence(memory_order_acquire);
+	/* likely: most skbs have one user, who may skip the atomic RMW */
+	if (uskb_likely(old == 1))
 		return true;
-	}
 	if (uskb_unlikely(old <= 0))
 		uskb_bug("free", skb, "skb %p freed with users=%d (double free?)",
 			 (void *)skb, old);

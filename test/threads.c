@@ -87,9 +87,11 @@ static void *consumer(void *arg)
 		struct uskb *skb = uskb_dequeue(&q);
 
 		if (!skb) {
-			if (atomic_load(&done_producers) == THREADS / 2 && uskb_queue_empty(&q))
+			/* producers done: one more locked look sees all they queued */
+			if (atomic_load(&done_producers) == THREADS / 2 && !(skb = uskb_dequeue(&q)))
 				break;
-			continue;
+			if (!skb)
+				continue;
 		}
 		if (skb->len != (unsigned int)(*(int *)skb->cb % 700) / 2)
 			abort();

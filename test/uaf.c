@@ -79,6 +79,10 @@ int main(int argc, char **argv)
 			touch_freed_page();
 		return 0;
 	}
+#if defined(__SANITIZE_THREAD__)
+	printf("TSan build: valgrind cannot run it, ASan is not in it: skipped\n");
+	return T_SKIP;
+#endif
 #ifndef HAVE_ASAN
 	if (system("command -v valgrind >/dev/null 2>&1")) {
 		printf("neither ASan nor valgrind available: skipped\n");

@@ -234,9 +234,12 @@ USKB_INLINE bool uskb_has_frag_list(const struct uskb *skb)
 /** skb_cloned(): the data is shared with another skb. */
 USKB_INLINE bool uskb_cloned(const struct uskb *skb)
 {
-	/* relaxed: a hint as in the kernel; the answer may go stale at once */
+	/*
+	 * acquire: "not cloned" means the data is ours to write; that must come
+	 * after the other holders' releases (their last reads of it).
+	 */
 	return skb->cloned &&
-	       (atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_relaxed) &
+	       (atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_acquire) &
 		USKB_DATAREF_MASK) != 1;
 }
 
@@ -247,7 +250,8 @@ USKB_INLINE bool uskb_header_cloned(const struct uskb *skb)
 
 	if (!skb->cloned)
 		return false;
-	dataref = atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_relaxed);
+	/* acquire: as in uskb_cloned(), a "no" licenses writes to the header */
+	dataref = atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_acquire);
 	dataref = (dataref & USKB_DATAREF_MASK) - (dataref >> USKB_DATAREF_SHIFT);
 	return dataref != 1;
 }
