@@ -78,6 +78,7 @@ static void fold(uskb_tcount_t *dst, uskb_tcount_t *src)
 void __uskb_tls_release(struct uskb_tls *t)
 {
 	__uskb_shell_flush(t, 0);
+	__uskb_heads_flush(t);
 	uskb_page_frag_cache_drain(&t->frag);
 	pthread_mutex_lock(&reg.lock);
 	fold(&reg.retired.skb_alloc, &t->c.skb_alloc);
@@ -107,6 +108,7 @@ void uskb_thread_flush(void)
 	if (!t)
 		return;
 	__uskb_shell_flush(t, 0);
+	__uskb_heads_flush(t);
 	uskb_page_frag_cache_drain(&t->frag);
 }
 
@@ -189,7 +191,119 @@ void __uskb_shells_stats(int64_t *created)
 	pthread_mutex_unlock(&shells.lock);
 }
 
-/* ---- heads ---- */
+/* ---- heads ----
+ *
+ * Two sources, as in the kernel:
+ * - "kmalloc" heads (alloc_skb, pskb_expand_head): per-thread caches of
+ *   fixed-size objects (512 B .. 16 KiB, the size including the shared
+ *   info) carved from 32 KiB page blocks; a free goes to the freeing
+ *   thread's cache, no atomic. Larger or node-bound heads take a page block
+ *   of their own. head_frag = 0.
+ * - page_frag heads (uskb_dev_alloc, netdev_alloc_skb): carved from the
+ *   thread's page_frag cache, freed by a page reference drop, and able to
+ *   travel as a frag (skb_zerocopy, try_coalesce). head_frag = 1.
+ */
+
+static const unsigned int head_class_size[USKB_HEAD_CLASSES] = {
+	512, 1024, 2048, 4096, 8192, 16384,
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		void **stack;
+		size_t n, cap;
+	} c[USKB_HEAD_CLASSES];
+	int64_t slab_pages;
+} depot = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static inline int head_class(unsigned int size)
+{
+	int c;
+
+	if (size <= 512)
+		return 0;
+	c = 32 - __builtin_clz(size - 1) - 9;
+	return c < USKB_HEAD_CLASSES ? c : -1;
+}
+
+static int depot_push(int c, void **v, size_t n)
+{
+	if (depot.c[c].n + n > depot.c[c].cap) {
+		size_t cap = depot.c[c].cap ? depot.c[c].cap * 2 : 256;
+		void **st;
+
+		while (cap < depot.c[c].n + n)
+			cap *= 2;
+		st = realloc(depot.c[c].stack, cap * sizeof(*st));
+		if (!st)
+			return -ENOMEM;
+		depot.c[c].stack = st;
+		depot.c[c].cap = cap;
+	}
+	memcpy(depot.c[c].stack + depot.c[c].n, v, n * sizeof(*v));
+	depot.c[c].n += n;
+	return 0;
+}
+
+/* Thread cache of class @c empty: bulk from the depot, carving a block if needed. */
+static void *head_refill(struct uskb_tls *t, int c)
+{
+	struct uskb_head_cache *hc = &t->heads[c];
+	unsigned int n = USKB_HEAD_CACHE_BULK;
+
+	pthread_mutex_lock(&depot.lock);
+	if (depot.c[c].n < n) {
+		struct uskb_page *p = uskb_page_alloc(USKB_PAGE_FRAG_ORDER);
+		unsigned int sz = head_class_size[c], i, cnt;
+		void *objs[(USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER) / 512];
+
+		if (!p) {
+			pthread_mutex_unlock(&depot.lock);
+			return NULL;
+		}
+		p->flags |= USKB_PG_SLAB;
+		p->private = (uintptr_t)c;
+		cnt = (unsigned int)(uskb_page_size(p) / sz);
+		for (i = 0; i < cnt; i++) {
+			objs[i] = (char *)p->addr + (size_t)(cnt - 1 - i) * sz;
+			uskb_mem_cached(objs[i], sz);
+		}
+		if (depot_push(c, objs, cnt)) {
+			pthread_mutex_unlock(&depot.lock);
+			uskb_page_put(p);
+			return NULL;
+		}
+		depot.slab_pages++;
+		if (cnt < n)
+			n = cnt;
+	}
+	depot.c[c].n -= n;
+	memcpy(hc->obj, depot.c[c].stack + depot.c[c].n, n * sizeof(void *));
+	pthread_mutex_unlock(&depot.lock);
+	hc->n = n - 1;
+	return hc->obj[n - 1];
+}
+
+static void head_flush(struct uskb_tls *t, int c, unsigned int keep)
+{
+	struct uskb_head_cache *hc = &t->heads[c];
+
+	if (hc->n <= keep)
+		return;
+	pthread_mutex_lock(&depot.lock);
+	if (!depot_push(c, hc->obj + keep, hc->n - keep))
+		hc->n = keep;
+	pthread_mutex_unlock(&depot.lock);
+}
+
+void __uskb_heads_flush(struct uskb_tls *t)
+{
+	int c;
+
+	for (c = 0; c < USKB_HEAD_CLASSES; c++)
+		head_flush(t, c, 0);
+}
 
 static unsigned int order_for(size_t bytes)
 {
@@ -200,26 +314,28 @@ static unsigned int order_for(size_t bytes)
 	return order;
 }
 
-/*
- * @size already includes the shared info. Heads up to the page_frag block
- * come from the thread's page_frag cache; larger ones (or node-bound ones)
- * take a block of their own. Either way the head lies in page memory, so it
- * can be handed on as a frag (skb_zerocopy, try_coalesce).
- */
-void *__uskb_head_alloc(struct uskb_tls *t, unsigned int size, int node)
+void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node)
 {
 	struct uskb_page *p;
 	unsigned int order;
+	int c = head_class(*size);
+	void *data;
 
-	if (uskb_likely(node == USKB_NO_NODE &&
-			size <= (USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER))) {
-		void *data = uskb_page_frag_alloc(&t->frag, size, USKB_CACHE_BYTES);
+	/* likely: ordinary heads fit a class and want no particular node */
+	if (uskb_likely(c >= 0 && node == USKB_NO_NODE)) {
+		struct uskb_head_cache *hc = &t->heads[c];
 
-		if (uskb_likely(data))
-			uskb_tcount_add(&t->c.head_alloc, 1);
+		data = uskb_likely(hc->n) ? hc->obj[--hc->n] : head_refill(t, c);
+		if (uskb_unlikely(!data)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		*size = head_class_size[c];
+		uskb_mem_handed_out(data, *size);
+		uskb_tcount_add(&t->c.head_alloc, 1);
 		return data;
 	}
-	order = order_for(size);
+	order = order_for(*size);
 	if (order > USKB_PAGE_MAX_ORDER) {
 		errno = EINVAL;
 		return NULL;
@@ -227,14 +343,47 @@ void *__uskb_head_alloc(struct uskb_tls *t, unsigned int size, int node)
 	p = uskb_page_alloc_node(order, node);
 	if (!p)
 		return NULL;
+	*size = (unsigned int)uskb_page_size(p);
 	uskb_tcount_add(&t->c.head_alloc, 1);
 	return p->addr;
 }
 
-void __uskb_head_free(unsigned char *head)
+void *__uskb_frag_head(struct uskb_tls *t, unsigned int size)
 {
-	uskb_page_put(uskb_virt_to_page(head));
-	uskb_tcount_add(&uskb_tls()->c.head_free, 1);
+	void *data = uskb_page_frag_alloc(&t->frag, size, USKB_CACHE_BYTES);
+
+	if (uskb_likely(data))
+		uskb_tcount_add(&t->c.head_alloc, 1);
+	return data;
+}
+
+void __uskb_head_free(struct uskb_tls *t, unsigned char *head, bool head_frag)
+{
+	struct uskb_page *p = uskb_virt_to_page(head);
+
+	uskb_tcount_add(&t->c.head_free, 1);
+	if (!head_frag && (p->flags & USKB_PG_SLAB)) {
+		int c = (int)p->private;
+		struct uskb_head_cache *hc = &t->heads[c];
+
+		/* unlikely: a full cache hands half to the depot */
+		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE))
+			head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
+		uskb_mem_cached(head, head_class_size[c]);
+		hc->obj[hc->n++] = head;
+		return;
+	}
+	uskb_page_put(p);
+}
+
+int64_t __uskb_slab_pages(void)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&depot.lock);
+	n = depot.slab_pages;
+	pthread_mutex_unlock(&depot.lock);
+	return n;
 }
 
 /* ---- stats ---- */
@@ -281,6 +430,7 @@ int uskb_stats_get(struct uskb_stats *out)
 	st.skbs_cached = created - (uskb_tcount_read(&sum.shell_alloc) -
 				     uskb_tcount_read(&sum.shell_free));
 	__uskb_page_stats(&st);
+	st.slab_pages = __uskb_slab_pages();
 	st.sz = sz;
 	memcpy(out, &st, sz);
 	return 0;
@@ -300,7 +450,8 @@ void uskb_stats_print(void *fp)
 	for (i = 0; i <= USKB_PAGE_MAX_ORDER; i++)
 		if (st.pages_by_order[i])
 			fprintf(f, " o%d=%lld", i, (long long)st.pages_by_order[i]);
-	fprintf(f, "\npool_pages_idle %lld\n", (long long)st.pool_pages_idle);
+	fprintf(f, "\nslab_pages      %lld\n", (long long)st.slab_pages);
+	fprintf(f, "pool_pages_idle %lld\n", (long long)st.pool_pages_idle);
 	fprintf(f, "pools           %lld\n", (long long)st.pools);
 	fprintf(f, "frag_cache_pages %lld\n", (long long)st.frag_cache_pages);
 	fprintf(f, "zero_page_refs  %lld\n", (long long)st.zero_page_refs);
@@ -316,7 +467,7 @@ bool uskb_stats_all_freed(void)
 
 	uskb_thread_flush();
 	uskb_stats_get(&st);
-	if (!st.skbs && !st.fclones && !st.heads && !st.pages && !st.pools &&
+	if (!st.skbs && !st.fclones && !st.heads && st.pages == st.slab_pages && !st.pools &&
 	    !st.zero_page_refs && !st.frag_cache_pages)
 		return true;
 	fputs("uskb: live objects remain:\n", stderr);

@@ -88,6 +88,15 @@ struct uskb_tcounters {
 	uskb_tcount_t shell_free;
 };
 
+#define USKB_HEAD_CLASSES 6
+#define USKB_HEAD_CACHE_SIZE 64
+#define USKB_HEAD_CACHE_BULK 16
+
+struct uskb_head_cache {
+	unsigned int n;
+	void *obj[USKB_HEAD_CACHE_SIZE];
+};
+
 struct uskb_tls {
 	struct uskb_tls *reg_next, *reg_prev; /* registry, under uskb_reg_lock */
 	int id;
@@ -95,6 +104,7 @@ struct uskb_tls {
 	struct uskb *shells[USKB_SHELL_CACHE_SIZE];
 	struct uskb_page_frag_cache frag;
 	struct uskb_tcounters c;
+	struct uskb_head_cache heads[USKB_HEAD_CLASSES];
 };
 
 extern __thread struct uskb_tls *__uskb_tls_ptr __hidden;
@@ -142,8 +152,16 @@ __hidden void __uskb_tls_release(struct uskb_tls *t);
 __hidden void __uskb_shells_stats(int64_t *created);
 
 /* heads */
-__hidden void *__uskb_head_alloc(struct uskb_tls *t, unsigned int size, int node);
-__hidden void __uskb_head_free(unsigned char *head);
+/*
+ * kmalloc-style head of at least *size bytes (shared info included); *size
+ * becomes the real size of the object, which the skb may use whole.
+ */
+__hidden void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node);
+/* page_frag head of exactly size bytes (head_frag = 1). */
+__hidden void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
+__hidden void __uskb_head_free(struct uskb_tls *t, unsigned char *head, bool head_frag);
+__hidden void __uskb_heads_flush(struct uskb_tls *t);
+__hidden int64_t __uskb_slab_pages(void);
 
 /* mem layer internals */
 __hidden void __uskb_page_stats(struct uskb_stats *st);

@@ -29,7 +29,7 @@ static void init_shinfo(struct uskb_shared_info *shinfo)
 
 /* __build_skb_around(): set up a zeroed shell around head @data. */
 static void build_around(struct uskb *skb, unsigned char *data, unsigned int size,
-			 int owner)
+			 int owner, bool head_frag)
 {
 	memset(skb, 0, offsetof(struct uskb, tail));
 	skb->truesize = USKB_TRUESIZE(size);
@@ -38,7 +38,7 @@ static void build_around(struct uskb *skb, unsigned char *data, unsigned int siz
 	skb->data = data;
 	skb->tail = 0;
 	skb->end = size;
-	skb->head_frag = 1;
+	skb->head_frag = head_frag;
 	skb->mac_header = USKB_HEADER_UNSET;
 	skb->transport_header = USKB_HEADER_UNSET;
 	skb->alloc_cpu = owner;
@@ -62,8 +62,10 @@ static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
 struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 {
 	struct uskb_tls *t = uskb_tls();
+	unsigned int total;
 	unsigned char *data;
 	struct uskb *skb;
+	bool head_frag;
 
 	/* unlikely: sizes near 4 GiB would overflow the head arithmetic */
 	if (uskb_unlikely(size > (1u << 30))) {
@@ -79,7 +81,16 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		errno = ENOMEM;
 		return NULL;
 	}
-	data = __uskb_head_alloc(t, size + USKB_SHINFO_SIZE, node);
+	total = size + USKB_SHINFO_SIZE;
+	/* page_frag heads as __netdev_alloc_skb: only while they fit a block */
+	head_frag = (flags & USKB_ALLOC_HEAD_FRAG) && node == USKB_NO_NODE &&
+		    total <= (USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER);
+	if (head_frag) {
+		data = __uskb_frag_head(t, total);
+	} else {
+		data = __uskb_kmalloc_head(t, &total, node);
+		size = USKB_WITH_OVERHEAD(total); /* the whole object is usable */
+	}
 	if (uskb_unlikely(!data)) {
 		int err = errno;
 
@@ -92,7 +103,7 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		errno = err;
 		return NULL;
 	}
-	build_around(skb, data, size, t->id);
+	build_around(skb, data, size, t->id, head_frag);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb->fclone = USKB_FCLONE_ORIG;
 	uskb_tcount_add(&t->c.skb_alloc, 1);
@@ -101,7 +112,8 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 
 struct uskb *uskb_dev_alloc(unsigned int length)
 {
-	struct uskb *skb = uskb_alloc(length + USKB_NET_SKB_PAD);
+	struct uskb *skb = __uskb_alloc(length + USKB_NET_SKB_PAD, USKB_ALLOC_HEAD_FRAG,
+					USKB_NO_NODE);
 
 	if (skb)
 		uskb_reserve(skb, USKB_NET_SKB_PAD);
@@ -126,16 +138,16 @@ static inline bool skb_unref(struct uskb *skb)
 	return atomic_fetch_sub_explicit(&skb->users, 1, memory_order_acq_rel) == 1;
 }
 
-static void free_head(struct uskb *skb)
+static void free_head(struct uskb_tls *t, struct uskb *skb)
 {
-	__uskb_head_free(skb->head);
+	__uskb_head_free(t, skb->head, skb->head_frag);
 }
 
 /*
  * skb_release_data(): drop this skb's reference to the data; the last one
  * releases frags, frag_list and the head.
  */
-static void release_data(struct uskb *skb)
+static void release_data(struct uskb_tls *t, struct uskb *skb)
 {
 	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
 	int i;
@@ -152,7 +164,7 @@ static void release_data(struct uskb *skb)
 			uskb_page_put(shinfo->frags[i].page);
 	if (shinfo->frag_list)
 		uskb_free_list(shinfo->frag_list);
-	free_head(skb);
+	free_head(t, skb);
 out:
 	skb->pp_recycle = 0;
 }
@@ -165,9 +177,8 @@ static void release_head_state(struct uskb *skb)
 }
 
 /* kfree_skbmem(): return the shell (or the fclone pair). */
-static void free_shell(struct uskb *skb)
+static void free_shell(struct uskb_tls *t, struct uskb *skb)
 {
-	struct uskb_tls *t = uskb_tls();
 	struct uskb_fclones *fc;
 
 	uskb_tcount_add(&t->c.skb_free, 1);
@@ -200,10 +211,12 @@ static void free_shell(struct uskb *skb)
 /* __kfree_skb(). */
 static void __uskb_free(struct uskb *skb)
 {
+	struct uskb_tls *t = uskb_tls();
+
 	release_head_state(skb);
 	if (uskb_likely(skb->head))
-		release_data(skb);
-	free_shell(skb);
+		release_data(t, skb);
+	free_shell(t, skb);
 }
 
 void uskb_free(struct uskb *skb)
@@ -224,9 +237,11 @@ void uskb_free_partial(struct uskb *skb, bool head_stolen)
 {
 	if (head_stolen) {
 		/* the head's page reference now belongs to a frag of another skb */
+		struct uskb_tls *t = uskb_tls();
+
 		release_head_state(skb);
-		uskb_tcount_add(&uskb_tls()->c.head_free, 1);
-		free_shell(skb);
+		uskb_tcount_add(&t->c.head_free, 1);
+		free_shell(t, skb);
 	} else {
 		uskb_consume(skb);
 	}
@@ -290,6 +305,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 		/* relaxed: skb2 is idle; the owner of skb1 is the only writer */
 		atomic_store_explicit(&fc->fclone_ref, 2, memory_order_relaxed);
 		uskb_mem_handed_out(n, sizeof(*n));
+		n->fclone = USKB_FCLONE_CLONE; /* (re)defined for valgrind, too */
 	} else {
 		n = uskb_shell_get(uskb_tls());
 		if (!n) {
@@ -406,6 +422,7 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 {
 	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
 	unsigned int osize = uskb_end_offset(skb), size, data_off;
+	struct uskb_tls *t = uskb_tls();
 	unsigned char *data;
 	int i;
 
@@ -416,10 +433,12 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 	if (uskb_unlikely((uint64_t)osize + (unsigned int)nhead + (unsigned int)ntail >
 			  (1u << 30)))
 		return -ENOMEM;
-	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail);
-	data = __uskb_head_alloc(uskb_tls(), size + USKB_SHINFO_SIZE, USKB_NO_NODE);
+	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail) +
+	       USKB_SHINFO_SIZE;
+	data = __uskb_kmalloc_head(t, &size, USKB_NO_NODE);
 	if (!data)
 		return -ENOMEM;
+	size = USKB_WITH_OVERHEAD(size);
 	memcpy(data + nhead, skb->head, skb->tail);
 	memcpy(data + size, shinfo,
 	       offsetof(struct uskb_shared_info, frags) +
@@ -430,13 +449,13 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 			uskb_frag_ref(skb, i);
 		if (shinfo->frag_list)
 			clone_fraglist(skb);
-		release_data(skb);
+		release_data(t, skb);
 	} else {
-		free_head(skb);
+		free_head(t, skb);
 	}
 	data_off = (unsigned int)(skb->data - skb->head);
 	skb->head = data;
-	skb->head_frag = 1;
+	skb->head_frag = 0;
 	skb->data = data + nhead + data_off;
 	skb->end = size;
 	skb->tail += (uint32_t)nhead;

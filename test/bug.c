@@ -24,7 +24,7 @@ static void put_past_end(void)
 {
 	struct uskb *skb = uskb_alloc(64);
 
-	uskb_put(skb, 65);
+	uskb_put(skb, (unsigned int)uskb_tailroom(skb) + 1);
 }
 
 static void push_below_head(void)

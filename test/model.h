@@ -19,6 +19,7 @@ struct model_src {
 struct model_result {
 	long ops;		/* operations executed */
 	long counts[64];	/* per operation */
+	long skipped[64];	/* of which a precondition did not hold */
 	int failed;		/* 1 on the first mismatch (details on stderr) */
 };
 

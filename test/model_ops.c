@@ -20,8 +20,15 @@ struct slot {
 	int extra;	  /* user references taken with uskb_get */
 };
 
+#define SKIP                                                                   \
+	do {                                                                   \
+		M->skipped++;                                                  \
+		return;                                                        \
+	} while (0)
+
 struct model {
 	struct model_src *src;
+	long skipped;
 	struct slot s[NSLOTS];
 	struct uskb_page *pages[NPAGES];
 	long op_index;
@@ -284,6 +291,15 @@ static bool writable(struct slot *s)
 	return s->extra == 0; /* a shared skb must not be changed (kernel rule) */
 }
 
+/*
+ * Heads grow with every expand (kmalloc classes double, as in the kernel);
+ * stop growing them past 64 KiB so the run stays bounded.
+ */
+static bool may_grow(struct slot *s)
+{
+	return uskb_end_offset(s->skb) < 65536;
+}
+
 static void op_alloc(struct model *M)
 {
 	int i = empty_slot(M);
@@ -291,19 +307,21 @@ static void op_alloc(struct model *M)
 	struct slot *s;
 
 	if (i < 0)
-		return;
+		SKIP;
 	s = &M->s[i];
 	size = below(M, 700);
 	s->skb = below(M, 4) ? uskb_alloc(size) : uskb_alloc_fclone(size);
 	if (!s->skb) {
 		fail(M, i, "alloc(%u) failed", size);
-		return;
+		SKIP;
 	}
 	if (uskb_tailroom(s->skb) < (int)size)
 		fail(M, i, "alloc(%u) gave tailroom %d", size, uskb_tailroom(s->skb));
 	res = below(M, size + 1);
 	uskb_reserve(s->skb, (int)res);
 	n = below(M, (unsigned int)uskb_tailroom(s->skb) + 1);
+	if (n > MAX_PKT)
+		n = MAX_PKT;
 	rand_bytes(M, M->scratch, n);
 	uskb_put_data(s->skb, M->scratch, n);
 	m_set(s, M->scratch, n);
@@ -315,8 +333,10 @@ static void op_put(struct model *M, int i, struct slot *s)
 	unsigned int n;
 
 	if (!writable(s) || uskb_is_nonlinear(s->skb) || uskb_unclone(s->skb))
-		return;
+		SKIP;
 	n = below(M, (unsigned int)uskb_tailroom(s->skb) + 1);
+	if (s->mlen + n > MAX_PKT)
+		n = MAX_PKT - s->mlen;
 	rand_bytes(M, M->scratch, n);
 	if (below(M, 2)) {
 		uskb_put_data(s->skb, M->scratch, n);
@@ -332,16 +352,16 @@ static void op_push(struct model *M, int i, struct slot *s)
 {
 	unsigned int n = below(M, 200);
 
-	if (!writable(s) || s->mlen + n > MAX_PKT)
-		return;
+	if (!writable(s) || s->mlen + n > MAX_PKT || !may_grow(s))
+		SKIP;
 	if (uskb_cow(s->skb, n)) {
 		fail(M, i, "cow failed");
-		return;
+		SKIP;
 	}
 	if (uskb_headroom(s->skb) < n || uskb_cloned(s->skb)) {
 		fail(M, i, "cow left headroom %u cloned %d", uskb_headroom(s->skb),
 		     uskb_cloned(s->skb));
-		return;
+		SKIP;
 	}
 	rand_bytes(M, M->scratch, n);
 	memcpy(uskb_push(s->skb, n), M->scratch, n);
@@ -354,7 +374,7 @@ static void op_pull(struct model *M, int i, struct slot *s)
 	unsigned char *old = s->skb->data;
 
 	if (!writable(s))
-		return;
+		SKIP;
 	if (uskb_pull(s->skb, n) != old + n)
 		fail(M, i, "pull returned a wrong pointer");
 	m_cut(s, 0, n);
@@ -367,10 +387,10 @@ static void op_pskb_pull(struct model *M, int i, struct slot *s)
 	unsigned int n = below(M, s->mlen + 1);
 
 	if (!writable(s))
-		return;
+		SKIP;
 	if (!uskb_pskb_pull(s->skb, n)) {
 		fail(M, i, "pskb_pull(%u) failed", n);
-		return;
+		SKIP;
 	}
 	m_cut(s, 0, n);
 }
@@ -380,7 +400,7 @@ static void op_trim(struct model *M, int i, struct slot *s)
 	unsigned int n;
 
 	if (!writable(s) || uskb_is_nonlinear(s->skb))
-		return;
+		SKIP;
 	n = below(M, s->mlen + 1);
 	uskb_trim(s->skb, n);
 	s->mlen = n;
@@ -392,11 +412,11 @@ static void op_pskb_trim(struct model *M, int i, struct slot *s)
 	unsigned int n;
 
 	if (!writable(s))
-		return;
+		SKIP;
 	n = below(M, s->mlen + 1);
 	if (uskb_pskb_trim(s->skb, n)) {
 		fail(M, i, "pskb_trim(%u) failed", n);
-		return;
+		SKIP;
 	}
 	if (n < s->mlen)
 		s->mlen = n;
@@ -409,14 +429,14 @@ static void op_add_frag(struct model *M, int i, struct slot *s, bool zero)
 	unsigned int off, len;
 
 	if (!writable(s) || uskb_has_frag_list(s->skb) || s->mlen > MAX_PKT - 4096)
-		return;
+		SKIP;
 	if (uskb_unclone(s->skb)) {
 		fail(M, i, "unclone failed");
-		return;
+		SKIP;
 	}
 	sh = uskb_shinfo(s->skb);
 	if (sh->nr_frags >= USKB_MAX_SKB_FRAGS)
-		return;
+		SKIP;
 	off = below(M, USKB_PAGE_SIZE - 1);
 	len = 1 + below(M, USKB_PAGE_SIZE - off);
 	uskb_page_get(pg);
@@ -430,14 +450,14 @@ static void op_frag_list(struct model *M, int i, struct slot *s)
 	struct slot *c;
 
 	if (j < 0 || j == i || !writable(s))
-		return;
+		SKIP;
 	c = &M->s[j];
 	if (!writable(c) || uskb_has_frag_list(c->skb) || !c->mlen ||
 	    s->mlen + c->mlen > MAX_PKT)
-		return;
+		SKIP;
 	if (uskb_unclone(s->skb)) {
 		fail(M, i, "unclone failed");
-		return;
+		SKIP;
 	}
 	/* a frag_list chain shared with a copy (members with users > 1) is not ours to extend */
 	{
@@ -445,7 +465,7 @@ static void op_frag_list(struct model *M, int i, struct slot *s)
 
 		uskb_walk_frags(s->skb, it)
 			if (uskb_shared(it))
-				return;
+				SKIP;
 	}
 	uskb_append_frag_list(s->skb, c->skb);
 	m_insert(s, s->mlen, c->m, c->mlen);
@@ -459,11 +479,11 @@ static void op_clone(struct model *M, int i, struct slot *s)
 	struct uskb *n;
 
 	if (j < 0)
-		return;
+		SKIP;
 	n = uskb_clone(s->skb);
 	if (!n) {
 		fail(M, i, "clone failed");
-		return;
+		SKIP;
 	}
 	if (n->head != s->skb->head || !uskb_cloned(n) || !uskb_cloned(s->skb))
 		fail(M, i, "clone does not share the head");
@@ -478,12 +498,13 @@ static void op_copy(struct model *M, int i, struct slot *s, bool pskb)
 	struct uskb *n;
 	const struct uskb_shared_info *sh = uskb_shinfo(s->skb);
 
-	if (j < 0)
-		return;
+	if (j < 0 || !may_grow(s))
+		SKIP;
 	n = pskb ? uskb_pskb_copy(s->skb) : uskb_copy(s->skb);
 	if (!n) {
-		fail(M, i, "copy failed");
-		return;
+		fail(M, i, "copy failed: %s (end %u, data_len %u)", strerror(errno),
+		     uskb_end_offset(s->skb), s->skb->data_len);
+		SKIP;
 	}
 	if (n->head == s->skb->head || uskb_cloned(n))
 		fail(M, i, "copy shares the head");
@@ -510,11 +531,11 @@ static void op_expand(struct model *M, int i, struct slot *s)
 	int nhead = (int)below(M, 300), ntail = (int)below(M, 300);
 	unsigned int hr = uskb_headroom(s->skb);
 
-	if (!writable(s))
-		return;
+	if (!writable(s) || !may_grow(s))
+		SKIP;
 	if (uskb_expand_head(s->skb, nhead, ntail)) {
 		fail(M, i, "expand_head failed");
-		return;
+		SKIP;
 	}
 	if (uskb_headroom(s->skb) != hr + (unsigned int)nhead || uskb_cloned(s->skb))
 		fail(M, i, "expand_head: headroom %u want %u", uskb_headroom(s->skb),
@@ -525,8 +546,8 @@ static void op_cow(struct model *M, int i, struct slot *s, bool head)
 {
 	unsigned int hr = below(M, 256);
 
-	if (!writable(s))
-		return;
+	if (!writable(s) || !may_grow(s))
+		SKIP;
 	if ((head ? uskb_cow_head(s->skb, hr) : uskb_cow(s->skb, hr)) ||
 	    uskb_headroom(s->skb) < hr || (head ? uskb_header_cloned(s->skb) : uskb_cloned(s->skb)))
 		fail(M, i, "cow%s(%u) failed", head ? "_head" : "", hr);
@@ -537,12 +558,12 @@ static void op_unshare(struct model *M, int i, struct slot *s)
 	bool was = uskb_cloned(s->skb);
 	struct uskb *old = s->skb;
 
-	if (!writable(s))
-		return;
+	if (!writable(s) || !may_grow(s))
+		SKIP;
 	s->skb = uskb_unshare(s->skb);
 	if (!s->skb) {
 		fail(M, i, "unshare failed");
-		return;
+		SKIP;
 	}
 	if (was == (s->skb == old) || uskb_cloned(s->skb))
 		fail(M, i, "unshare: cloned %d, replaced %d", was, s->skb != old);
@@ -553,11 +574,11 @@ static void op_share_check(struct model *M, int i, struct slot *s)
 	struct uskb *old = s->skb, *n;
 
 	if (!s->extra)
-		return;
+		SKIP;
 	n = uskb_share_check(old);
 	if (!n || n == old) {
 		fail(M, i, "share_check did not clone a shared skb");
-		return;
+		SKIP;
 	}
 	/* the original lost one user; the slot now owns the private clone */
 	s->extra--;
@@ -566,7 +587,7 @@ static void op_share_check(struct model *M, int i, struct slot *s)
 
 		if (j < 0) {
 			uskb_free(n);
-			return;
+			SKIP;
 		}
 		M->s[j].skb = n;
 		M->s[j].extra = 0;
@@ -579,7 +600,7 @@ static void op_may_pull(struct model *M, int i, struct slot *s)
 	unsigned int n = below(M, s->mlen + 2);
 
 	if (!writable(s))
-		return;
+		SKIP;
 	if (uskb_may_pull(s->skb, n) != (n <= s->mlen))
 		fail(M, i, "may_pull(%u) of %u bytes", n, s->mlen);
 	else if (n <= s->mlen && uskb_headlen(s->skb) < n)
@@ -589,7 +610,7 @@ static void op_may_pull(struct model *M, int i, struct slot *s)
 static void op_linearize(struct model *M, int i, struct slot *s)
 {
 	if (!writable(s))
-		return;
+		SKIP;
 	if (uskb_linearize(s->skb) || uskb_is_nonlinear(s->skb) || uskb_has_frag_list(s->skb) ||
 	    uskb_shinfo(s->skb)->nr_frags)
 		fail(M, i, "linearize failed");
@@ -611,19 +632,19 @@ static void op_store_bits(struct model *M, int i, struct slot *s)
 	unsigned int end = below(M, s->mlen + 1), off = below(M, end + 1);
 
 	if (!writable(s))
-		return;
+		SKIP;
 	if (uskb_ensure_writable(s->skb, end)) {
 		fail(M, i, "ensure_writable(%u) failed", end);
-		return;
+		SKIP;
 	}
 	if (uskb_headlen(s->skb) < end) {
 		fail(M, i, "ensure_writable(%u) left headlen %u", end, uskb_headlen(s->skb));
-		return;
+		SKIP;
 	}
 	rand_bytes(M, M->scratch, end - off);
 	if (uskb_store_bits(s->skb, (int)off, M->scratch, (int)(end - off))) {
 		fail(M, i, "store_bits failed");
-		return;
+		SKIP;
 	}
 	memcpy(s->m + off, M->scratch, end - off);
 }
@@ -635,13 +656,13 @@ static void op_split(struct model *M, int i, struct slot *s)
 	struct uskb *n;
 
 	if (j < 0 || !writable(s) || uskb_has_frag_list(s->skb) || uskb_unclone(s->skb))
-		return;
+		SKIP;
 	len = below(M, s->mlen + 1);
 	pos = uskb_headlen(s->skb);
 	n = uskb_alloc(len < pos ? pos - len : 0);
 	if (!n) {
 		fail(M, i, "alloc failed");
-		return;
+		SKIP;
 	}
 	uskb_split(s->skb, n, len);
 	M->s[j].skb = n;
@@ -657,12 +678,12 @@ static void op_coalesce(struct model *M, int i, struct slot *s)
 	bool stolen;
 
 	if (j < 0 || j == i || !writable(s))
-		return;
+		SKIP;
 	f = &M->s[j];
 	if (!writable(f) || s->mlen + f->mlen > MAX_PKT)
-		return;
+		SKIP;
 	if (!uskb_try_coalesce(s->skb, f->skb, &stolen, &delta))
-		return;
+		SKIP;
 	m_insert(s, s->mlen, f->m, f->mlen);
 	uskb_free_partial(f->skb, stolen);
 	f->skb = NULL;
@@ -685,20 +706,26 @@ static void op_csum_help(struct model *M, int i, struct slot *s)
 	uskb_sum16 want;
 
 	if (!writable(s) || uskb_headlen(s->skb) < 2)
-		return;
+		SKIP;
 	hl = uskb_headlen(s->skb);
 	start = below(M, hl - 1);
 	off = below(M, hl - start - 1);
+	if (uskb_headroom(s->skb) + start >= 0xffff) {
+		/* csum_start is 16 bits: the kernel refuses such offsets */
+		if (uskb_partial_csum_set(s->skb, (uint16_t)start, (uint16_t)off))
+			fail(M, i, "partial_csum_set accepted csum_start %u", uskb_headroom(s->skb) + start);
+		SKIP;
+	}
 	if (!uskb_partial_csum_set(s->skb, (uint16_t)start, (uint16_t)off)) {
 		fail(M, i, "partial_csum_set(%u, %u) refused, headlen %u", start, off, hl);
-		return;
+		SKIP;
 	}
 	want = uskb_csum_fold(uskb_csum_partial_ref(s->m + start, s->mlen - start, 0));
 	if (!want)
 		want = 0xffff;
 	if (uskb_checksum_help(s->skb)) {
 		fail(M, i, "checksum_help failed");
-		return;
+		SKIP;
 	}
 	memcpy(s->m + start + off, &want, 2);
 	if (s->skb->ip_summed != USKB_CHECKSUM_NONE)
@@ -808,7 +835,11 @@ static void step(struct model *M)
 	case OP_SPLIT: op_split(M, i, s); break;
 	case OP_COALESCE: op_coalesce(M, i, s); break;
 	case OP_HEADER_RELEASE:
-		if (!s->skb->nohdr && writable(s))
+		/*
+		 * Kernel contract: the header owner releases its own, never-cloned
+		 * skb (TCP's write queue); clones then own the bytes below its data.
+		 */
+		if (!s->skb->nohdr && !s->skb->cloned && writable(s))
 			uskb_header_release(s->skb);
 		break;
 	case OP_CHECKSUM: op_checksum(M, i, s); break;
@@ -837,8 +868,12 @@ void model_run(struct model_src *src, long max_ops, int verify_every, struct mod
 	}
 	for (M->op_index = 0; M->op_index < max_ops && src_more(src) && !M->failed;
 	     M->op_index++) {
+		long before = M->skipped;
+
 		step(M);
 		res->counts[M->cur_op]++;
+		if (M->skipped != before)
+			res->skipped[M->cur_op]++;
 		if (verify_every <= 1 || M->op_index % verify_every == 0)
 			verify_all(M);
 	}

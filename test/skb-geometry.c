@@ -8,9 +8,10 @@ static unsigned int dataref(const struct uskb *skb)
 }
 
 /* A packet: @hl bytes of head (after 64 of headroom) + @nfr frags of @fl bytes. */
-static struct uskb *mk(unsigned int hl, int nfr, unsigned int fl, struct uskb_page **pg)
+static struct uskb *mk_flags(unsigned int hl, int nfr, unsigned int fl, struct uskb_page **pg,
+			     unsigned int flags)
 {
-	struct uskb *skb = uskb_alloc(64 + hl);
+	struct uskb *skb = __uskb_alloc(64 + hl, flags, USKB_NO_NODE);
 	int i;
 
 	uskb_reserve(skb, 64);
@@ -22,6 +23,11 @@ static struct uskb *mk(unsigned int hl, int nfr, unsigned int fl, struct uskb_pa
 	return skb;
 }
 
+static struct uskb *mk(unsigned int hl, int nfr, unsigned int fl, struct uskb_page **pg)
+{
+	return mk_flags(hl, nfr, fl, pg, 0);
+}
+
 static void test_alloc(void)
 {
 	struct uskb *skb = uskb_alloc(100);
@@ -30,13 +36,14 @@ static void test_alloc(void)
 	CHECK_EQ(skb->len, 0);
 	CHECK_EQ(skb->data_len, 0);
 	CHECK_EQ(uskb_headroom(skb), 0);
-	CHECK_EQ(uskb_tailroom(skb), USKB_DATA_ALIGN(100));
-	CHECK_EQ(uskb_end_offset(skb), USKB_DATA_ALIGN(100));
+	/* kmalloc-style: the 512-byte class, all of it usable */
+	CHECK_EQ(uskb_tailroom(skb), USKB_WITH_OVERHEAD(512));
+	CHECK_EQ(uskb_end_offset(skb), USKB_WITH_OVERHEAD(512));
 	CHECK_EQ(uskb_shinfo(skb)->nr_frags, 0);
 	CHECK_EQ(dataref(skb), 1);
 	CHECK_EQ(atomic_load(&skb->users), 1);
-	CHECK_EQ(skb->truesize, USKB_TRUESIZE(USKB_DATA_ALIGN(100)));
-	CHECK(skb->head_frag);
+	CHECK_EQ(skb->truesize, USKB_TRUESIZE(USKB_WITH_OVERHEAD(512)));
+	CHECK(!skb->head_frag);
 	CHECK(!uskb_cloned(skb));
 	CHECK(!uskb_shared(skb));
 	CHECK((uintptr_t)uskb_shinfo(skb) % USKB_CACHE_BYTES == 0);
@@ -52,7 +59,9 @@ static void test_alloc(void)
 	CHECK(uskb_alloc(0x7fffffff) == NULL && errno == EINVAL);
 	skb = uskb_dev_alloc(1500);
 	CHECK_EQ(uskb_headroom(skb), USKB_NET_SKB_PAD);
-	CHECK(uskb_tailroom(skb) >= 1500);
+	/* page_frag heads are exact */
+	CHECK_EQ(uskb_tailroom(skb), USKB_DATA_ALIGN(1500 + USKB_NET_SKB_PAD) - USKB_NET_SKB_PAD);
+	CHECK(skb->head_frag);
 	uskb_free(skb);
 }
 
@@ -60,10 +69,12 @@ static void test_linear_ops(void)
 {
 	struct uskb *skb = uskb_alloc(256);
 	unsigned char *p, *q;
+	int room = uskb_tailroom(skb);
 
+	CHECK(room >= 256);
 	uskb_reserve(skb, 32);
 	CHECK_EQ(uskb_headroom(skb), 32);
-	CHECK_EQ(uskb_tailroom(skb), 256 - 32);
+	CHECK_EQ(uskb_tailroom(skb), room - 32);
 	p = uskb_put(skb, 10);
 	CHECK(p == skb->data);
 	CHECK_EQ(skb->len, 10);
@@ -72,7 +83,7 @@ static void test_linear_ops(void)
 	uskb_put_data(skb, "abc", 3);
 	CHECK_EQ(skb->len, 18);
 	CHECK(!memcmp(skb->data + 15, "abc", 3));
-	CHECK_EQ(uskb_tailroom(skb), 256 - 32 - 18);
+	CHECK_EQ(uskb_tailroom(skb), room - 32 - 18);
 	p = uskb_push(skb, 14);
 	CHECK(p == skb->data && uskb_headroom(skb) == 18 && skb->len == 32);
 	p = uskb_pull(skb, 14);
@@ -464,9 +475,12 @@ static void test_coalesce(void)
 	CHECK(t_skb_equals(to, want, 150));
 	uskb_free_partial(from, stolen);
 	uskb_free(to);
-	/* head stolen as a frag, frags appended */
+	/* a kmalloc head cannot be stolen; a page_frag head can */
 	to = mk(40, 1, 100, &pg);
 	from = mk(30, 2, 60, &pg);
+	CHECK(!uskb_try_coalesce(to, from, &stolen, &delta));
+	uskb_free(from);
+	from = mk_flags(30, 2, 60, &pg, USKB_ALLOC_HEAD_FRAG);
 	uskb_copy_bits(to, 0, want, 140);
 	uskb_copy_bits(from, 0, want + 140, 150);
 	CHECK(uskb_try_coalesce(to, from, &stolen, &delta));

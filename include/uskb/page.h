@@ -30,6 +30,7 @@ enum {
 	USKB_PG_ZERO = 1 << 0,     /**< the shared zero page: never freed, never written */
 	USKB_PG_READONLY = 1 << 1, /**< mapped read-only: writes are a bug */
 	USKB_PG_POOL = 1 << 2,     /**< belongs to a uskb_page_pool (pp is set) */
+	USKB_PG_SLAB = 1 << 3,     /**< carved into skb heads (private = size class) */
 };
 
 struct uskb_page_pool;

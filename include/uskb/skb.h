@@ -396,14 +396,17 @@ USKB_INLINE int uskb_checksum_start_offset(const struct uskb *skb)
 
 /** __alloc_skb() flags. */
 enum {
-	USKB_ALLOC_FCLONE = 1, /**< allocate an fclone pair (alloc_skb_fclone) */
+	USKB_ALLOC_FCLONE = 1,	  /**< allocate an fclone pair (alloc_skb_fclone) */
+	USKB_ALLOC_HEAD_FRAG = 2, /**< head from the page_frag cache (netdev_alloc_skb) */
 };
 
 /**
- * __alloc_skb(): an skb with @size bytes of linear room (rounded up to the
- * cache line), headroom 0, users 1, dataref 1. Heads are carved from the
- * calling thread's page_frag cache (head_frag = 1), or take their own block
- * when larger than 32 KiB. NULL + errno (ENOMEM, EINVAL) on failure.
+ * __alloc_skb(): an skb with at least @size bytes of linear room, headroom
+ * 0, users 1, dataref 1. As kmalloc does, the head comes from a size class
+ * (512 B .. 16 KiB including the shared info) and the skb may use all of
+ * it, so tailroom can exceed @size; larger heads take a page block. With
+ * USKB_ALLOC_HEAD_FRAG the head is carved from the thread's page_frag cache
+ * instead (head_frag = 1, exact size). NULL + errno (ENOMEM, EINVAL).
  */
 USKB_API struct uskb *__uskb_alloc(unsigned int size, unsigned int flags,
 				   int node);
@@ -421,8 +424,9 @@ USKB_INLINE struct uskb *uskb_alloc_fclone(unsigned int size)
 }
 
 /**
- * netdev_alloc_skb()-style: room for @length bytes after NET_SKB_PAD of
- * headroom (already reserved).
+ * netdev_alloc_skb() / napi_alloc_skb(): room for @length bytes after
+ * NET_SKB_PAD of headroom (already reserved), head from the page_frag
+ * cache (head_frag = 1), so the head can later travel as a frag.
  */
 USKB_API struct uskb *uskb_dev_alloc(unsigned int length);
 

@@ -22,6 +22,7 @@ struct uskb_stats {
 	int64_t heads;		   /**< skb heads live */
 	int64_t pages;		   /**< page blocks handed out of arenas (any order), pools' idle pages included */
 	int64_t pages_by_order[10];
+	int64_t slab_pages;	   /**< page blocks carved into skb heads (kept as a cache) */
 	int64_t pool_pages_idle;   /**< pages held idle by page pools */
 	int64_t pools;		   /**< page pools alive */
 	int64_t frag_cache_pages;  /**< blocks held by threads' page_frag caches */
