@@ -13,6 +13,15 @@
 
 __thread struct uskb_tls *__uskb_tls_ptr;
 
+#ifdef USKB_VALGRIND
+bool __uskb_on_valgrind;
+
+__attribute__((constructor)) static void detect_valgrind(void)
+{
+	__uskb_on_valgrind = RUNNING_ON_VALGRIND != 0;
+}
+#endif
+
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
@@ -335,7 +344,10 @@ void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node)
 		uskb_tcount_add(&t->c.head_alloc, 1);
 		return data;
 	}
+	/* at least 32 KiB: block heads must never look like a class object on free */
 	order = order_for(*size);
+	if (order < USKB_PAGE_FRAG_ORDER)
+		order = USKB_PAGE_FRAG_ORDER;
 	if (order > USKB_PAGE_MAX_ORDER) {
 		errno = EINVAL;
 		return NULL;
@@ -357,13 +369,14 @@ void *__uskb_frag_head(struct uskb_tls *t, unsigned int size)
 	return data;
 }
 
-void __uskb_head_free(struct uskb_tls *t, unsigned char *head, bool head_frag)
+void __uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end, bool head_frag)
 {
-	struct uskb_page *p = uskb_virt_to_page(head);
+	/* a class object's size is end + shared info, exactly (see kmalloc_head) */
+	int c = head_class(end + USKB_SHINFO_SIZE);
 
 	uskb_tcount_add(&t->c.head_free, 1);
-	if (!head_frag && (p->flags & USKB_PG_SLAB)) {
-		int c = (int)p->private;
+	/* likely: kmalloc heads of a class; page_frag and block heads take a page ref */
+	if (uskb_likely(!head_frag && c >= 0)) {
 		struct uskb_head_cache *hc = &t->heads[c];
 
 		/* unlikely: a full cache hands half to the depot */
@@ -373,7 +386,7 @@ void __uskb_head_free(struct uskb_tls *t, unsigned char *head, bool head_frag)
 		hc->obj[hc->n++] = head;
 		return;
 	}
-	uskb_page_put(p);
+	uskb_page_put(uskb_virt_to_page(head));
 }
 
 int64_t __uskb_slab_pages(void)

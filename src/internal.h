@@ -33,12 +33,19 @@
 #endif
 #endif
 
+#ifdef USKB_VALGRIND
+/* Set once at load time: the client requests cost nothing when not under valgrind. */
+extern bool __uskb_on_valgrind __hidden;
+#endif
+
 /* Mark pooled memory unusable (in a cache) / usable (handed out). */
 static inline void uskb_mem_cached(void *p, size_t n)
 {
 	uskb_poison(p, n);
 #ifdef USKB_VALGRIND
-	VALGRIND_MAKE_MEM_NOACCESS(p, n);
+	/* unlikely: only under valgrind */
+	if (uskb_unlikely(__uskb_on_valgrind))
+		VALGRIND_MAKE_MEM_NOACCESS(p, n);
 #endif
 }
 
@@ -46,7 +53,8 @@ static inline void uskb_mem_handed_out(void *p, size_t n)
 {
 	uskb_unpoison(p, n);
 #ifdef USKB_VALGRIND
-	VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+	if (uskb_unlikely(__uskb_on_valgrind))
+		VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
 }
 
@@ -159,7 +167,8 @@ __hidden void __uskb_shells_stats(int64_t *created);
 __hidden void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node);
 /* page_frag head of exactly size bytes (head_frag = 1). */
 __hidden void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
-__hidden void __uskb_head_free(struct uskb_tls *t, unsigned char *head, bool head_frag);
+__hidden void __uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end,
+			       bool head_frag);
 __hidden void __uskb_heads_flush(struct uskb_tls *t);
 __hidden int64_t __uskb_slab_pages(void);
 
