@@ -11,14 +11,16 @@ MANDIR      ?= $(PREFIX)/share/man
 CC          ?= cc
 
 comma := ,
-ifeq ($(SANITIZE),)
-BUILD       := build
-SANFLAGS    :=
-else
+ifneq ($(BUILD_VARIANT),)
+BUILD       := build/$(BUILD_VARIANT)
+else ifneq ($(SANITIZE),)
 BUILD       := build/san-$(subst $(comma),-,$(SANITIZE))
+else
+BUILD       := build
+endif
+ifneq ($(SANITIZE),)
 SANFLAGS    := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
-
 
 OPT         ?= -O2
 CFLAGS      ?= $(OPT) -g
@@ -45,7 +47,7 @@ TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
 EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 
-.PHONY: all lib tests examples demo test check fuzz fuzz-run bench install uninstall clean format
+.PHONY: all lib tests examples demo deps test check fuzz fuzz-run bench install uninstall clean format
 
 all: lib examples
 
@@ -88,10 +90,16 @@ $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(STATIC)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(STATIC) $(LDLIBS)
 
-demo: examples
+# Build dependencies (Debian): installed when missing, as root or via sudo.
+deps:
+	@scripts/deps.sh || echo "warning: could not install all dependencies; some tests may skip" >&2
+
+demo: deps
+	@$(MAKE) --no-print-directory examples
 	$(BUILD)/examples/demo
 
-test check: tests
+test check: deps
+	@$(MAKE) --no-print-directory tests
 	@test/run $(BUILD)/test
 
 # ---- fuzzing (clang + libFuzzer) ----
@@ -120,6 +128,7 @@ bench:
 # ---- install ----
 
 install: lib
+	@test -n "$(wildcard man/man3/*.3)" || { echo "no man pages" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uskb $(DESTDIR)$(MANDIR)/man3
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/

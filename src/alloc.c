@@ -11,7 +11,7 @@
 
 #include "internal.h"
 
-__thread struct uskb_tls *__uskb_tls_ptr;
+__thread struct uskb_tls *__uskb_tls_ptr __attribute__((tls_model("initial-exec")));
 
 #ifdef USKB_VALGRIND
 bool __uskb_on_valgrind;
@@ -213,10 +213,6 @@ void __uskb_shells_stats(int64_t *created)
  *   travel as a frag (skb_zerocopy, try_coalesce). head_frag = 1.
  */
 
-static const unsigned int head_class_size[USKB_HEAD_CLASSES] = {
-	512, 1024, 2048, 4096, 8192, 16384,
-};
-
 static struct {
 	pthread_mutex_t lock;
 	struct {
@@ -225,16 +221,6 @@ static struct {
 	} c[USKB_HEAD_CLASSES];
 	int64_t slab_pages;
 } depot = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static inline int head_class(unsigned int size)
-{
-	int c;
-
-	if (size <= 512)
-		return 0;
-	c = 32 - __builtin_clz(size - 1) - 9;
-	return c < USKB_HEAD_CLASSES ? c : -1;
-}
 
 static int depot_push(int c, void **v, size_t n)
 {
@@ -256,7 +242,7 @@ static int depot_push(int c, void **v, size_t n)
 }
 
 /* Thread cache of class @c empty: bulk from the depot, carving a block if needed. */
-static void *head_refill(struct uskb_tls *t, int c)
+void *__uskb_head_refill(struct uskb_tls *t, int c)
 {
 	struct uskb_head_cache *hc = &t->heads[c];
 	unsigned int n = USKB_HEAD_CACHE_BULK;
@@ -264,7 +250,7 @@ static void *head_refill(struct uskb_tls *t, int c)
 	pthread_mutex_lock(&depot.lock);
 	if (depot.c[c].n < n) {
 		struct uskb_page *p = uskb_page_alloc(USKB_PAGE_FRAG_ORDER);
-		unsigned int sz = head_class_size[c], i, cnt;
+		unsigned int sz = uskb_head_class_size(c), i, cnt;
 		void *objs[(USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER) / 512];
 
 		if (!p) {
@@ -294,7 +280,7 @@ static void *head_refill(struct uskb_tls *t, int c)
 	return hc->obj[n - 1];
 }
 
-static void head_flush(struct uskb_tls *t, int c, unsigned int keep)
+void __uskb_head_flush(struct uskb_tls *t, int c, unsigned int keep)
 {
 	struct uskb_head_cache *hc = &t->heads[c];
 
@@ -311,7 +297,7 @@ void __uskb_heads_flush(struct uskb_tls *t)
 	int c;
 
 	for (c = 0; c < USKB_HEAD_CLASSES; c++)
-		head_flush(t, c, 0);
+		__uskb_head_flush(t, c, 0);
 }
 
 static unsigned int order_for(size_t bytes)
@@ -323,23 +309,21 @@ static unsigned int order_for(size_t bytes)
 	return order;
 }
 
-void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node)
+void *__uskb_kmalloc_head_slow(struct uskb_tls *t, unsigned int *size, int node)
 {
 	struct uskb_page *p;
 	unsigned int order;
-	int c = head_class(*size);
+	int c = uskb_head_class(*size);
 	void *data;
 
-	/* likely: ordinary heads fit a class and want no particular node */
-	if (uskb_likely(c >= 0 && node == USKB_NO_NODE)) {
-		struct uskb_head_cache *hc = &t->heads[c];
-
-		data = uskb_likely(hc->n) ? hc->obj[--hc->n] : head_refill(t, c);
-		if (uskb_unlikely(!data)) {
+	if (c >= 0 && node == USKB_NO_NODE) {
+		/* the class cache was empty */
+		data = __uskb_head_refill(t, c);
+		if (!data) {
 			errno = ENOMEM;
 			return NULL;
 		}
-		*size = head_class_size[c];
+		*size = uskb_head_class_size(c);
 		uskb_mem_handed_out(data, *size);
 		uskb_tcount_add(&t->c.head_alloc, 1);
 		return data;
@@ -367,26 +351,6 @@ void *__uskb_frag_head(struct uskb_tls *t, unsigned int size)
 	if (uskb_likely(data))
 		uskb_tcount_add(&t->c.head_alloc, 1);
 	return data;
-}
-
-void __uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end, bool head_frag)
-{
-	/* a class object's size is end + shared info, exactly (see kmalloc_head) */
-	int c = head_class(end + USKB_SHINFO_SIZE);
-
-	uskb_tcount_add(&t->c.head_free, 1);
-	/* likely: kmalloc heads of a class; page_frag and block heads take a page ref */
-	if (uskb_likely(!head_frag && c >= 0)) {
-		struct uskb_head_cache *hc = &t->heads[c];
-
-		/* unlikely: a full cache hands half to the depot */
-		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE))
-			head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
-		uskb_mem_cached(head, head_class_size[c]);
-		hc->obj[hc->n++] = head;
-		return;
-	}
-	uskb_page_put(uskb_virt_to_page(head));
 }
 
 int64_t __uskb_slab_pages(void)

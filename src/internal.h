@@ -115,7 +115,8 @@ struct uskb_tls {
 	struct uskb_head_cache heads[USKB_HEAD_CLASSES];
 };
 
-extern __thread struct uskb_tls *__uskb_tls_ptr __hidden;
+extern __thread struct uskb_tls *__uskb_tls_ptr __hidden
+	__attribute__((tls_model("initial-exec")));
 __hidden struct uskb_tls *__uskb_tls_create(void);
 
 static inline struct uskb_tls *uskb_tls(void)
@@ -160,16 +161,73 @@ __hidden void __uskb_tls_release(struct uskb_tls *t);
 __hidden void __uskb_shells_stats(int64_t *created);
 
 /* heads */
+/* Head size classes: 512 << c bytes, shared info included. */
+static inline int uskb_head_class(unsigned int size)
+{
+	int c;
+
+	if (size <= 512)
+		return 0;
+	c = 32 - __builtin_clz(size - 1) - 9;
+	return c < USKB_HEAD_CLASSES ? c : -1;
+}
+
+static inline unsigned int uskb_head_class_size(int c)
+{
+	return 512u << c;
+}
+
+__hidden void *__uskb_head_refill(struct uskb_tls *t, int c);
+__hidden void __uskb_head_flush(struct uskb_tls *t, int c, unsigned int keep);
+__hidden void *__uskb_kmalloc_head_slow(struct uskb_tls *t, unsigned int *size, int node);
+__hidden void __uskb_heads_flush(struct uskb_tls *t);
+
 /*
  * kmalloc-style head of at least *size bytes (shared info included); *size
  * becomes the real size of the object, which the skb may use whole.
+ * NULL + errno on failure.
  */
-__hidden void *__uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node);
+static inline void *uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, int node)
+{
+	int c = uskb_head_class(*size);
+	struct uskb_head_cache *hc;
+	void *data;
+
+	/* unlikely: big, node-bound, or the class cache is empty */
+	if (uskb_unlikely(c < 0 || node != USKB_NO_NODE || !t->heads[c].n))
+		return __uskb_kmalloc_head_slow(t, size, node);
+	hc = &t->heads[c];
+	data = hc->obj[--hc->n];
+	*size = uskb_head_class_size(c);
+	uskb_mem_handed_out(data, *size);
+	uskb_tcount_add(&t->c.head_alloc, 1);
+	return data;
+}
+
 /* page_frag head of exactly size bytes (head_frag = 1). */
 __hidden void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
-__hidden void __uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end,
-			       bool head_frag);
-__hidden void __uskb_heads_flush(struct uskb_tls *t);
+
+/* Free a head; @end is the skb's end offset (it names the size class). */
+static inline void uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end,
+				  bool head_frag)
+{
+	/* a class object's size is end + shared info, exactly */
+	int c = uskb_head_class(end + USKB_SHINFO_SIZE);
+
+	uskb_tcount_add(&t->c.head_free, 1);
+	/* likely: kmalloc heads of a class; page_frag and block heads drop a page ref */
+	if (uskb_likely(!head_frag && c >= 0)) {
+		struct uskb_head_cache *hc = &t->heads[c];
+
+		/* unlikely: a full cache hands half to the depot */
+		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE))
+			__uskb_head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
+		uskb_mem_cached(head, uskb_head_class_size(c));
+		hc->obj[hc->n++] = head;
+		return;
+	}
+	uskb_page_put(uskb_virt_to_page(head));
+}
 __hidden int64_t __uskb_slab_pages(void);
 
 /* mem layer internals */

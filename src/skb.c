@@ -112,7 +112,7 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 	if (head_frag) {
 		data = __uskb_frag_head(t, total);
 	} else {
-		data = __uskb_kmalloc_head(t, &total, node);
+		data = uskb_kmalloc_head(t, &total, node);
 		size = USKB_WITH_OVERHEAD(total); /* the whole object is usable */
 	}
 	if (uskb_unlikely(!data)) {
@@ -162,9 +162,9 @@ static inline bool skb_unref(struct uskb *skb)
 	return atomic_fetch_sub_explicit(&skb->users, 1, memory_order_acq_rel) == 1;
 }
 
-static void free_head(struct uskb_tls *t, struct uskb *skb)
+static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, struct uskb *skb)
 {
-	__uskb_head_free(t, skb->head, skb->end, skb->head_frag);
+	uskb_head_free(t, skb->head, skb->end, skb->head_frag);
 }
 
 /*
@@ -201,7 +201,7 @@ static void release_head_state(struct uskb *skb)
 }
 
 /* kfree_skbmem(): return the shell (or the fclone pair). */
-static void free_shell(struct uskb_tls *t, struct uskb *skb)
+static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t, struct uskb *skb)
 {
 	struct uskb_fclones *fc;
 
@@ -459,7 +459,7 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 		return -ENOMEM;
 	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail) +
 	       USKB_SHINFO_SIZE;
-	data = __uskb_kmalloc_head(t, &size, USKB_NO_NODE);
+	data = uskb_kmalloc_head(t, &size, USKB_NO_NODE);
 	if (!data)
 		return -ENOMEM;
 	size = USKB_WITH_OVERHEAD(size);

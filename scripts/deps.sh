@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Install the Debian packages uskb builds, tests, fuzzes and benchmarks with,
+# when they are missing. Idempotent; needs root (or sudo) only to install.
+#   scripts/deps.sh           build + test dependencies
+#   scripts/deps.sh --bench   also the benchmark peer (libdpdk-dev)
+set -eu
+
+pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2"
+[ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev"
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+echo "scripts/deps.sh: installing:$missing"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "scripts/deps.sh: not root and no sudo; please install:$missing" >&2
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# tshark asks whether non-root users may capture; answer no without a prompt
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing
