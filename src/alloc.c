@@ -78,9 +78,12 @@ struct uskb_tls *__uskb_tls_create(void)
 	return t;
 }
 
-static void fold(uskb_tcount_t *dst, uskb_tcount_t *src)
+static void fold_all(struct uskb_tcounters *dst, struct uskb_tcounters *src)
 {
-	uskb_tcount_add(dst, uskb_tcount_read(src));
+	int i;
+
+	for (i = 0; i < USKB_TC_NR; i++)
+		uskb_tcount_add(&dst->v[i], uskb_tcount_read(&src->v[i]));
 }
 
 /* A thread is going away: return its caches and fold its counters. */
@@ -90,14 +93,7 @@ void __uskb_tls_release(struct uskb_tls *t)
 	__uskb_heads_flush(t);
 	uskb_page_frag_cache_drain(&t->frag);
 	pthread_mutex_lock(&reg.lock);
-	fold(&reg.retired.skb_alloc, &t->c.skb_alloc);
-	fold(&reg.retired.skb_free, &t->c.skb_free);
-	fold(&reg.retired.fclone_alloc, &t->c.fclone_alloc);
-	fold(&reg.retired.fclone_free, &t->c.fclone_free);
-	fold(&reg.retired.head_alloc, &t->c.head_alloc);
-	fold(&reg.retired.head_free, &t->c.head_free);
-	fold(&reg.retired.shell_alloc, &t->c.shell_alloc);
-	fold(&reg.retired.shell_free, &t->c.shell_free);
+	fold_all(&reg.retired, &t->c);
 	if (t->reg_prev)
 		t->reg_prev->reg_next = t->reg_next;
 	else
@@ -325,7 +321,7 @@ void *__uskb_kmalloc_head_slow(struct uskb_tls *t, unsigned int *size, int node)
 		}
 		*size = uskb_head_class_size(c);
 		uskb_mem_handed_out(data, *size);
-		uskb_tcount_add(&t->c.head_alloc, 1);
+		uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
 		return data;
 	}
 	/* at least 32 KiB: block heads must never look like a class object on free */
@@ -340,7 +336,7 @@ void *__uskb_kmalloc_head_slow(struct uskb_tls *t, unsigned int *size, int node)
 	if (!p)
 		return NULL;
 	*size = (unsigned int)uskb_page_size(p);
-	uskb_tcount_add(&t->c.head_alloc, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
 	return p->addr;
 }
 
@@ -349,7 +345,7 @@ void *__uskb_frag_head(struct uskb_tls *t, unsigned int size)
 	void *data = uskb_page_frag_alloc(&t->frag, size, USKB_CACHE_BYTES);
 
 	if (uskb_likely(data))
-		uskb_tcount_add(&t->c.head_alloc, 1);
+		uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
 	return data;
 }
 
@@ -379,33 +375,20 @@ int uskb_stats_get(struct uskb_stats *out)
 	memset(&st, 0, sizeof(st));
 	memset(&sum, 0, sizeof(sum));
 	pthread_mutex_lock(&reg.lock);
-	fold(&sum.skb_alloc, &reg.retired.skb_alloc);
-	fold(&sum.skb_free, &reg.retired.skb_free);
-	fold(&sum.fclone_alloc, &reg.retired.fclone_alloc);
-	fold(&sum.fclone_free, &reg.retired.fclone_free);
-	fold(&sum.head_alloc, &reg.retired.head_alloc);
-	fold(&sum.head_free, &reg.retired.head_free);
-	fold(&sum.shell_alloc, &reg.retired.shell_alloc);
-	fold(&sum.shell_free, &reg.retired.shell_free);
-	for (t = reg.head; t; t = t->reg_next) {
-		fold(&sum.skb_alloc, &t->c.skb_alloc);
-		fold(&sum.skb_free, &t->c.skb_free);
-		fold(&sum.fclone_alloc, &t->c.fclone_alloc);
-		fold(&sum.fclone_free, &t->c.fclone_free);
-		fold(&sum.head_alloc, &t->c.head_alloc);
-		fold(&sum.head_free, &t->c.head_free);
-		fold(&sum.shell_alloc, &t->c.shell_alloc);
-		fold(&sum.shell_free, &t->c.shell_free);
-	}
+	fold_all(&sum, &reg.retired);
+	for (t = reg.head; t; t = t->reg_next)
+		fold_all(&sum, &t->c);
 	pthread_mutex_unlock(&reg.lock);
-	st.skb_allocs = (uint64_t)uskb_tcount_read(&sum.skb_alloc);
-	st.skb_frees = (uint64_t)uskb_tcount_read(&sum.skb_free);
-	st.skbs = uskb_tcount_read(&sum.skb_alloc) - uskb_tcount_read(&sum.skb_free);
-	st.fclones = uskb_tcount_read(&sum.fclone_alloc) - uskb_tcount_read(&sum.fclone_free);
-	st.heads = uskb_tcount_read(&sum.head_alloc) - uskb_tcount_read(&sum.head_free);
+#define SUM(i) uskb_tcount_read(&sum.v[USKB_TC_##i])
+	st.skb_allocs = (uint64_t)SUM(SKB_ALLOC);
+	st.skb_frees = (uint64_t)SUM(SKB_FREE);
+	st.skbs = SUM(SKB_ALLOC) - SUM(SKB_FREE);
+	st.fclones = SUM(FCLONE_ALLOC) - SUM(FCLONE_FREE);
+	st.heads = SUM(HEAD_ALLOC) - SUM(HEAD_FREE);
+	/* every shell is either live (outside fclone pairs) or cached */
 	__uskb_shells_stats(&created);
-	st.skbs_cached = created - (uskb_tcount_read(&sum.shell_alloc) -
-				     uskb_tcount_read(&sum.shell_free));
+	st.skbs_cached = created - (st.skbs - (SUM(FC_SKB_ALLOC) - SUM(FC_SKB_FREE)));
+#undef SUM
 	__uskb_page_stats(&st);
 	st.slab_pages = __uskb_slab_pages();
 	st.sz = sz;

@@ -85,15 +85,20 @@ struct uskb_tls;
 __hidden struct uskb *__uskb_shell_refill(struct uskb_tls *t);
 __hidden void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
 
+enum {
+	USKB_TC_SKB_ALLOC,	/* every skb: alloc, clone, copy */
+	USKB_TC_SKB_FREE,
+	USKB_TC_FCLONE_ALLOC,	/* fclone pairs */
+	USKB_TC_FCLONE_FREE,
+	USKB_TC_FC_SKB_ALLOC,	/* skbs living in fclone pairs (both halves) */
+	USKB_TC_FC_SKB_FREE,
+	USKB_TC_HEAD_ALLOC,
+	USKB_TC_HEAD_FREE,
+	USKB_TC_NR
+};
+
 struct uskb_tcounters {
-	uskb_tcount_t skb_alloc;
-	uskb_tcount_t skb_free;
-	uskb_tcount_t fclone_alloc;
-	uskb_tcount_t fclone_free;
-	uskb_tcount_t head_alloc;
-	uskb_tcount_t head_free;
-	uskb_tcount_t shell_alloc;
-	uskb_tcount_t shell_free;
+	uskb_tcount_t v[USKB_TC_NR];
 };
 
 #define USKB_HEAD_CLASSES 6
@@ -141,7 +146,6 @@ static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
 		skb = __uskb_shell_refill(t);
 	if (uskb_likely(skb)) {
 		uskb_mem_handed_out(skb, sizeof(*skb));
-		uskb_tcount_add(&t->c.shell_alloc, 1);
 	}
 	return skb;
 }
@@ -154,7 +158,6 @@ static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	uskb_mem_cached(skb, sizeof(*skb));
 	t->shells[t->nshell++] = skb;
-	uskb_tcount_add(&t->c.shell_free, 1);
 }
 
 __hidden void __uskb_tls_release(struct uskb_tls *t);
@@ -200,7 +203,7 @@ static inline void *uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, in
 	data = hc->obj[--hc->n];
 	*size = uskb_head_class_size(c);
 	uskb_mem_handed_out(data, *size);
-	uskb_tcount_add(&t->c.head_alloc, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
 	return data;
 }
 
@@ -214,7 +217,7 @@ static inline void uskb_head_free(struct uskb_tls *t, unsigned char *head, unsig
 	/* a class object's size is end + shared info, exactly */
 	int c = uskb_head_class(end + USKB_SHINFO_SIZE);
 
-	uskb_tcount_add(&t->c.head_free, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
 	/* likely: kmalloc heads of a class; page_frag and block heads drop a page ref */
 	if (uskb_likely(!head_frag && c >= 0)) {
 		struct uskb_head_cache *hc = &t->heads[c];

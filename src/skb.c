@@ -26,16 +26,17 @@ struct uskb_fclones {
  */
 typedef uint64_t uskb_v16 __attribute__((vector_size(16), aligned(8), may_alias));
 
-static inline void zero_prefix(void *p, size_t n)
+static inline __attribute__((always_inline)) void zero_prefix(void *p, size_t n)
 {
 	uskb_v16 *v = p, z = { 0, 0 };
-	size_t i;
 
-	for (i = 0; i < n / 16; i++) {
+	/* n is a constant: these fold to n / 16 plain stores, never a memset call */
+#define Z16(i)                                                                 \
+	if (n >= (i + 1) * 16)                                                 \
 		v[i] = z;
-		/* keep the compiler from turning the loop back into memset */
-		__asm__("" : "+r"(v));
-	}
+	Z16(0) Z16(1) Z16(2) Z16(3) Z16(4) Z16(5) Z16(6) Z16(7) Z16(8) Z16(9)
+#undef Z16
+	_Static_assert(offsetof(struct uskb, tail) <= 160, "zero_prefix covers 160 bytes");
 	if (n & 8)
 		*(uint64_t *)((char *)p + (n & ~(size_t)15)) = 0;
 }
@@ -79,7 +80,8 @@ static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
 	fc->skb2.fclone = USKB_FCLONE_CLONE;
 	atomic_init(&fc->fclone_ref, 1);
 	uskb_mem_cached(&fc->skb2, sizeof(fc->skb2));
-	uskb_tcount_add(&t->c.fclone_alloc, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_ALLOC], 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_ALLOC], 1);
 	return &fc->skb1;
 }
 
@@ -120,7 +122,8 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 
 		if (flags & USKB_ALLOC_FCLONE) {
 			free(skb);
-			uskb_tcount_add(&t->c.fclone_free, 1);
+			uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_FREE], 1);
+			uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
 		} else {
 			uskb_shell_put(t, skb);
 		}
@@ -130,7 +133,7 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 	build_around(skb, data, size, t->id, head_frag);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb->fclone = USKB_FCLONE_ORIG;
-	uskb_tcount_add(&t->c.skb_alloc, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], 1);
 	return skb;
 }
 
@@ -205,12 +208,13 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 {
 	struct uskb_fclones *fc;
 
-	uskb_tcount_add(&t->c.skb_free, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_SKB_FREE], 1);
 	switch (skb->fclone) {
 	case USKB_FCLONE_UNAVAILABLE:
 		uskb_shell_put(t, skb);
 		return;
 	case USKB_FCLONE_ORIG:
+		uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
 		fc = (struct uskb_fclones *)skb;
 		/* acquire via acq_rel: the pair is freed only after both halves are done */
 		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
@@ -220,6 +224,7 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 			break;
 		return;
 	default: /* USKB_FCLONE_CLONE */
+		uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
 		fc = (struct uskb_fclones *)((char *)skb - offsetof(struct uskb_fclones, skb2));
 		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 		uskb_mem_cached(skb, sizeof(*skb));
@@ -227,7 +232,7 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 			break;
 		return;
 	}
-	uskb_tcount_add(&t->c.fclone_free, 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_FREE], 1);
 	uskb_mem_handed_out(fc, sizeof(*fc));
 	free(fc);
 }
@@ -264,7 +269,7 @@ void uskb_free_partial(struct uskb *skb, bool head_stolen)
 		struct uskb_tls *t = uskb_tls();
 
 		release_head_state(skb);
-		uskb_tcount_add(&t->c.head_free, 1);
+		uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
 		free_shell(t, skb);
 	} else {
 		uskb_consume(skb);
@@ -330,6 +335,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 		atomic_store_explicit(&fc->fclone_ref, 2, memory_order_relaxed);
 		uskb_mem_handed_out(n, sizeof(*n));
 		n->fclone = USKB_FCLONE_CLONE; /* (re)defined for valgrind, too */
+		uskb_tcount_add(&uskb_tls()->c.v[USKB_TC_FC_SKB_ALLOC], 1);
 	} else {
 		n = uskb_shell_get(uskb_tls());
 		if (!n) {
@@ -361,7 +367,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 	/* relaxed: we hold a data reference, so the count cannot reach zero */
 	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	skb->cloned = 1;
-	uskb_tcount_add(&uskb_tls()->c.skb_alloc, 1);
+	uskb_tcount_add(&uskb_tls()->c.v[USKB_TC_SKB_ALLOC], 1);
 	return n;
 }
 

@@ -538,8 +538,47 @@ static void test_queue(void)
 	CHECK(uskb_queue_empty(&q) && uskb_queue_len(&q) == 0);
 }
 
+static void test_stats(void)
+{
+	struct uskb_stats a = { .sz = sizeof(a) }, b = { .sz = sizeof(b) };
+	struct uskb *skb, *f, *fc;
+
+	skb = uskb_alloc(10);
+	uskb_free(skb); /* the shell is now cached */
+	uskb_stats_get(&a);
+	skb = uskb_alloc(10);
+	f = uskb_alloc_fclone(10);
+	fc = uskb_clone(f);
+	uskb_stats_get(&b);
+	CHECK_EQ(b.skbs, a.skbs + 3);
+	CHECK_EQ(b.fclones, a.fclones + 1);
+	CHECK_EQ(b.heads, a.heads + 2);
+	CHECK_EQ(b.skbs_cached, a.skbs_cached - 1); /* only the plain skb took a shell */
+	CHECK_EQ(b.skb_allocs, a.skb_allocs + 3);
+	uskb_free(fc);
+	uskb_free(f);
+	uskb_free(skb);
+	uskb_stats_get(&b);
+	CHECK_EQ(b.skbs, a.skbs);
+	CHECK_EQ(b.skbs_cached, a.skbs_cached);
+	CHECK_EQ(b.heads, a.heads);
+	/* an older, shorter layout gets the fields it knows */
+	{
+		struct uskb_stats old;
+
+		memset(&old, 0xff, sizeof(old));
+		old.sz = offsetof(struct uskb_stats, heads);
+		CHECK_EQ(uskb_stats_get(&old), 0);
+		CHECK_EQ(old.skbs, b.skbs);
+		CHECK_EQ(old.heads, -1); /* untouched */
+		old.sz = 1;
+		CHECK_EQ(uskb_stats_get(&old), -EINVAL);
+	}
+}
+
 int main(void)
 {
+	test_stats();
 	test_alloc();
 	test_linear_ops();
 	test_frags();
