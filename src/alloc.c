@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -22,15 +24,24 @@ __attribute__((constructor)) static void detect_valgrind(void)
 }
 #endif
 
+struct uskb_cfg __uskb_cfg = {
+	.cache_size = 64, /* NAPI_SKB_CACHE_SIZE, kernel 5.12-6.18 */
+	.bulk = 16,	  /* NAPI_SKB_CACHE_BULK */
+	.flush = 32,	  /* NAPI_SKB_CACHE_HALF */
+	.defer_max = 128, /* net.core.skb_defer_max since Nov 2025 */
+};
+
+struct uskb_tls *__uskb_owner_tab[USKB_MAX_OWNERS];
+
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
-/* Registry of live thread states; counters of exited threads fold into retired. */
+/* All slots ever made; dead ones wait on a list to be adopted by new threads. */
 static struct {
 	pthread_mutex_t lock;
-	struct uskb_tls *head;
-	struct uskb_tcounters retired;
-	int next_id;
+	int nslots;
+	struct uskb_tls *dead;
+	int live;
 } reg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Global pool of idle shells. */
@@ -62,19 +73,35 @@ struct uskb_tls *__uskb_tls_create(void)
 	struct uskb_tls *t;
 
 	pthread_once(&tls_once, tls_key_init);
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		uskb_bug("tls", NULL, "out of memory creating thread state");
-	t->frag.node = USKB_NO_NODE;
 	pthread_mutex_lock(&reg.lock);
-	t->id = reg.next_id++;
-	t->reg_next = reg.head;
-	if (reg.head)
-		reg.head->reg_prev = t;
-	reg.head = t;
+	t = reg.dead;
+	if (t) {
+		reg.dead = t->next_dead;
+	} else {
+		if (reg.nslots == USKB_MAX_OWNERS) {
+			pthread_mutex_unlock(&reg.lock);
+			uskb_bug("tls", NULL, "more than %d threads use uskb at once",
+				 USKB_MAX_OWNERS);
+		}
+		t = aligned_alloc(64, sizeof(*t));
+		if (!t) {
+			pthread_mutex_unlock(&reg.lock);
+			uskb_bug("tls", NULL, "out of memory creating thread state");
+		}
+		memset(t, 0, sizeof(*t));
+		t->id = reg.nslots;
+		t->frag.node = USKB_NO_NODE;
+		atomic_init(&t->efd, -1);
+		__uskb_owner_tab[reg.nslots++] = t;
+	}
+	reg.live++;
+	/* release: pushers that see alive also see the slot's state */
+	atomic_store_explicit(&t->alive, true, memory_order_release);
 	pthread_mutex_unlock(&reg.lock);
 	pthread_setspecific(tls_key, t);
 	__uskb_tls_ptr = t;
+	/* an adopted slot may hold late pushes meant for its previous thread */
+	__uskb_defer_drain(t, t);
 	return t;
 }
 
@@ -86,35 +113,138 @@ static void fold_all(struct uskb_tcounters *dst, struct uskb_tcounters *src)
 		uskb_tcount_add(&dst->v[i], uskb_tcount_read(&src->v[i]));
 }
 
-/* A thread is going away: return its caches and fold its counters. */
-void __uskb_tls_release(struct uskb_tls *t)
+/* Return everything this thread caches to the global pools. */
+static void flush_caches(struct uskb_tls *t)
 {
+	__uskb_defer_drain(t, t);
 	__uskb_shell_flush(t, 0);
 	__uskb_heads_flush(t);
 	uskb_page_frag_cache_drain(&t->frag);
+	__uskb_page_thread_flush();
+}
+
+/*
+ * A thread is going away: stop taking deferred skbs, give its caches back,
+ * and leave the slot (with its counters) for a new thread to adopt. skbs
+ * pushed after the final drain are freed by the slot's next thread or by
+ * uskb_thread_flush() on any thread.
+ */
+void __uskb_tls_release(struct uskb_tls *t)
+{
+	int efd;
+
+	atomic_store_explicit(&t->alive, false, memory_order_release);
+	flush_caches(t);
+	efd = atomic_exchange(&t->efd, -1);
+	if (efd >= 0)
+		close(efd);
 	pthread_mutex_lock(&reg.lock);
-	fold_all(&reg.retired, &t->c);
-	if (t->reg_prev)
-		t->reg_prev->reg_next = t->reg_next;
-	else
-		reg.head = t->reg_next;
-	if (t->reg_next)
-		t->reg_next->reg_prev = t->reg_prev;
+	t->next_dead = reg.dead;
+	reg.dead = t;
+	reg.live--;
 	pthread_mutex_unlock(&reg.lock);
 	if (__uskb_tls_ptr == t)
 		__uskb_tls_ptr = NULL;
-	free(t);
 }
 
 void uskb_thread_flush(void)
 {
-	struct uskb_tls *t = __uskb_tls_ptr;
+	struct uskb_tls *t = __uskb_tls_ptr, *d;
 
 	if (!t)
 		return;
+	flush_caches(t);
+	/* free what was pushed to exited threads after they left */
+	pthread_mutex_lock(&reg.lock);
+	for (d = reg.dead; d; d = d->next_dead)
+		__uskb_defer_drain(t, d);
+	pthread_mutex_unlock(&reg.lock);
+	/* the drains refilled our caches: give those back too */
 	__uskb_shell_flush(t, 0);
 	__uskb_heads_flush(t);
-	uskb_page_frag_cache_drain(&t->frag);
+}
+
+/* ---- tunables, eventfd ---- */
+
+int uskb_cache_get_opts(struct uskb_cache_opts *opts)
+{
+	struct uskb_cache_opts o = {
+		.sz = sizeof(o),
+		.cache_size = uskb_cfg(&__uskb_cfg.cache_size),
+		.bulk = uskb_cfg(&__uskb_cfg.bulk),
+		.flush = uskb_cfg(&__uskb_cfg.flush),
+		.defer_max = uskb_cfg(&__uskb_cfg.defer_max),
+	};
+	size_t sz;
+
+	if (!opts || opts->sz < sizeof(size_t))
+		return -EINVAL;
+	sz = opts->sz < sizeof(o) ? opts->sz : sizeof(o);
+	memcpy(opts, &o, sz);
+	opts->sz = sz;
+	return 0;
+}
+
+int uskb_cache_set_opts(const struct uskb_cache_opts *opts)
+{
+	struct uskb_cache_opts o;
+
+	if (!opts || opts->sz < sizeof(size_t) || opts->sz > sizeof(o))
+		return -EINVAL;
+	o = (struct uskb_cache_opts){
+		.sz = sizeof(o),
+		.cache_size = uskb_cfg(&__uskb_cfg.cache_size),
+		.bulk = uskb_cfg(&__uskb_cfg.bulk),
+		.flush = uskb_cfg(&__uskb_cfg.flush),
+		.defer_max = uskb_cfg(&__uskb_cfg.defer_max),
+	};
+	memcpy(&o, opts, opts->sz);
+	if (o.cache_size > USKB_CACHE_MAX ||
+	    (o.cache_size && (!o.bulk || o.bulk > o.cache_size || !o.flush ||
+			      o.flush > o.cache_size)) ||
+	    o.defer_max > (1u << 20))
+		return -EINVAL;
+	atomic_store(&__uskb_cfg.cache_size, o.cache_size);
+	atomic_store(&__uskb_cfg.bulk, o.bulk ? o.bulk : 1);
+	atomic_store(&__uskb_cfg.flush, o.flush ? o.flush : 1);
+	atomic_store(&__uskb_cfg.defer_max, o.defer_max);
+	return 0;
+}
+
+int uskb_cache_eventfd(void)
+{
+	struct uskb_tls *t = uskb_tls();
+	int fd = atomic_load(&t->efd);
+
+	if (fd >= 0)
+		return fd;
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	atomic_store(&t->efd, fd);
+	return fd;
+}
+
+unsigned int uskb_cache_drain(void)
+{
+	struct uskb_tls *t = uskb_tls();
+	int fd = atomic_load(&t->efd);
+	uint64_t v;
+
+	if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		uskb_bug("cache_drain", NULL, "eventfd read failed: %s", strerror(errno));
+	return __uskb_defer_drain(t, t);
+}
+
+/* Wake a sleeping owner: its defer list just reached half the cap. */
+void __uskb_defer_kick(struct uskb_tls *o)
+{
+	int fd = atomic_load(&o->efd);
+	uint64_t one = 1;
+
+	/* a failed write means the counter is already huge: the owner is awake anyway */
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+		return;
 }
 
 /* ---- shells ---- */
@@ -141,10 +271,15 @@ static int shell_pool_push(struct uskb **v, size_t n)
 /* Cache empty: take a bulk from the global pool (growing it by a slab). */
 struct uskb *__uskb_shell_refill(struct uskb_tls *t)
 {
-	unsigned int n;
+	unsigned int n = uskb_cfg(&__uskb_cfg.bulk);
 
+	if (n > USKB_CACHE_MAX)
+		n = USKB_CACHE_MAX;
+	if (!uskb_cfg(&__uskb_cfg.cache_size) || !n)
+		n = 1; /* cache off: one at a time, straight from the pool */
+	uskb_tcount_add(&t->c.v[USKB_TC_CACHE_MISS], 1);
 	pthread_mutex_lock(&shells.lock);
-	if (shells.n < USKB_SHELL_CACHE_BULK) {
+	while (shells.n < n) {
 		struct uskb *slab[SHELL_SLAB];
 		char *mem = aligned_alloc(USKB_CACHE_BYTES, SHELL_SLAB * SHELL_SIZE);
 		int i;
@@ -164,7 +299,6 @@ struct uskb *__uskb_shell_refill(struct uskb_tls *t)
 		}
 		shells.created += SHELL_SLAB;
 	}
-	n = USKB_SHELL_CACHE_BULK;
 	shells.n -= n;
 	memcpy(t->shells, shells.stack + shells.n, n * sizeof(*t->shells));
 	pthread_mutex_unlock(&shells.lock);
@@ -187,6 +321,17 @@ void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep)
 	}
 	pthread_mutex_unlock(&shells.lock);
 	t->nshell = keep;
+}
+
+/* One shell straight to the global pool (cache disabled). */
+void __uskb_shell_give(struct uskb *skb)
+{
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	uskb_mem_cached(skb, sizeof(*skb));
+	pthread_mutex_lock(&shells.lock);
+	if (shell_pool_push(&skb, 1))
+		uskb_bug("shell_give", NULL, "cannot grow the shell pool");
+	pthread_mutex_unlock(&shells.lock);
 }
 
 void __uskb_shells_stats(int64_t *created)
@@ -365,9 +510,9 @@ int uskb_stats_get(struct uskb_stats *out)
 {
 	struct uskb_stats st;
 	struct uskb_tcounters sum;
-	struct uskb_tls *t;
-	int64_t created;
+	int64_t created, pending = 0;
 	size_t sz;
+	int i;
 
 	if (!out || out->sz < sizeof(size_t))
 		return -EINVAL;
@@ -375,9 +520,12 @@ int uskb_stats_get(struct uskb_stats *out)
 	memset(&st, 0, sizeof(st));
 	memset(&sum, 0, sizeof(sum));
 	pthread_mutex_lock(&reg.lock);
-	fold_all(&sum, &reg.retired);
-	for (t = reg.head; t; t = t->reg_next)
-		fold_all(&sum, &t->c);
+	for (i = 0; i < reg.nslots; i++) {
+		fold_all(&sum, &__uskb_owner_tab[i]->c);
+		pending += atomic_load_explicit(&__uskb_owner_tab[i]->defer_count,
+						memory_order_relaxed);
+	}
+	st.threads = reg.live;
 	pthread_mutex_unlock(&reg.lock);
 #define SUM(i) uskb_tcount_read(&sum.v[USKB_TC_##i])
 	st.skb_allocs = (uint64_t)SUM(SKB_ALLOC);
@@ -388,6 +536,13 @@ int uskb_stats_get(struct uskb_stats *out)
 	/* every shell is either live (outside fclone pairs) or cached */
 	__uskb_shells_stats(&created);
 	st.skbs_cached = created - (st.skbs - (SUM(FC_SKB_ALLOC) - SUM(FC_SKB_FREE)));
+	st.cache_misses = (uint64_t)SUM(CACHE_MISS);
+	/* every shell allocation is a hit or a miss; fclone halves use no shell */
+	st.cache_hits = (uint64_t)(SUM(SKB_ALLOC) - SUM(FC_SKB_ALLOC) - SUM(CACHE_MISS));
+	st.deferred = (uint64_t)SUM(DEFERRED);
+	st.drained = (uint64_t)SUM(DRAINED);
+	st.direct_frees = (uint64_t)SUM(DIRECT);
+	st.defer_pending = pending;
 #undef SUM
 	__uskb_page_stats(&st);
 	st.slab_pages = __uskb_slab_pages();
@@ -419,6 +574,13 @@ void uskb_stats_print(void *fp)
 	fprintf(f, "skb_allocs      %llu\n", (unsigned long long)st.skb_allocs);
 	fprintf(f, "skb_frees       %llu\n", (unsigned long long)st.skb_frees);
 	fprintf(f, "arena_bytes     %llu\n", (unsigned long long)st.arena_bytes);
+	fprintf(f, "threads         %lld\n", (long long)st.threads);
+	fprintf(f, "cache_hits      %llu\n", (unsigned long long)st.cache_hits);
+	fprintf(f, "cache_misses    %llu\n", (unsigned long long)st.cache_misses);
+	fprintf(f, "deferred        %llu\n", (unsigned long long)st.deferred);
+	fprintf(f, "drained         %llu\n", (unsigned long long)st.drained);
+	fprintf(f, "direct_frees    %llu\n", (unsigned long long)st.direct_frees);
+	fprintf(f, "defer_pending   %lld\n", (long long)st.defer_pending);
 }
 
 bool uskb_stats_all_freed(void)
@@ -428,6 +590,7 @@ bool uskb_stats_all_freed(void)
 	uskb_thread_flush();
 	uskb_stats_get(&st);
 	if (!st.skbs && !st.fclones && !st.heads && st.pages == st.slab_pages && !st.pools &&
+	    !st.defer_pending &&
 	    !st.zero_page_refs && !st.frag_cache_pages)
 		return true;
 	fputs("uskb: live objects remain:\n", stderr);

@@ -60,8 +60,22 @@ static inline void uskb_mem_handed_out(void *p, size_t n)
 
 /* ---- per-thread state ---- */
 
-#define USKB_SHELL_CACHE_SIZE 64
-#define USKB_SHELL_CACHE_BULK 16
+/*
+ * Cache tunables (struct uskb_cache_opts), read with relaxed loads: a new
+ * value only has to be seen eventually.
+ */
+struct uskb_cfg {
+	_Atomic unsigned int cache_size;
+	_Atomic unsigned int bulk;
+	_Atomic unsigned int flush;
+	_Atomic unsigned int defer_max;
+};
+extern struct uskb_cfg __uskb_cfg __hidden;
+
+static inline unsigned int uskb_cfg(_Atomic unsigned int *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
 
 /*
  * Counters written only by their thread and read by uskb_stats_get():
@@ -84,6 +98,7 @@ static inline int64_t uskb_tcount_read(uskb_tcount_t *c)
 struct uskb_tls;
 __hidden struct uskb *__uskb_shell_refill(struct uskb_tls *t);
 __hidden void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
+__hidden void __uskb_shell_give(struct uskb *skb);
 
 enum {
 	USKB_TC_SKB_ALLOC,	/* every skb: alloc, clone, copy */
@@ -94,6 +109,10 @@ enum {
 	USKB_TC_FC_SKB_FREE,
 	USKB_TC_HEAD_ALLOC,
 	USKB_TC_HEAD_FREE,
+	USKB_TC_CACHE_MISS,	/* shells fetched from the global pool */
+	USKB_TC_DEFERRED,	/* skbs this thread pushed to an owner */
+	USKB_TC_DRAINED,	/* deferred skbs this thread freed */
+	USKB_TC_DIRECT,		/* another thread's skbs this thread freed itself */
 	USKB_TC_NR
 };
 
@@ -110,15 +129,30 @@ struct uskb_head_cache {
 	void *obj[USKB_HEAD_CACHE_SIZE];
 };
 
+/*
+ * One per thread; also the "owner" other threads defer skbs to. Slots are
+ * never freed: an exiting thread marks its slot dead and a new thread
+ * adopts it, so a late push from another thread never hits freed memory.
+ */
 struct uskb_tls {
-	struct uskb_tls *reg_next, *reg_prev; /* registry, under uskb_reg_lock */
-	int id;
+	/* written by other threads: the defer list (its own cache line) */
+	_Alignas(64) _Atomic(struct uskb *) defer_head;
+	atomic_long defer_count;
+	atomic_int efd;			/* eventfd to kick at defer_max / 2, or -1 */
+	atomic_bool alive;
+	/* owner only */
+	_Alignas(64) int id;
 	unsigned int nshell;
-	struct uskb *shells[USKB_SHELL_CACHE_SIZE];
+	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
+	struct uskb *shells[USKB_CACHE_MAX];
 	struct uskb_page_frag_cache frag;
 	struct uskb_tcounters c;
 	struct uskb_head_cache heads[USKB_HEAD_CLASSES];
 };
+
+#define USKB_MAX_OWNERS 4096
+/* slot of owner id (set before the id is used; never changes afterwards) */
+extern struct uskb_tls *__uskb_owner_tab[USKB_MAX_OWNERS] __hidden;
 
 extern __thread struct uskb_tls *__uskb_tls_ptr __hidden
 	__attribute__((tls_model("initial-exec")));
@@ -150,17 +184,41 @@ static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
 	return skb;
 }
 
-/* Return a shell to this thread's cache (flushing half when full). */
+/* Return a shell to this thread's cache (handing back `flush` when full). */
 static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 {
-	if (uskb_unlikely(t->nshell == USKB_SHELL_CACHE_SIZE))
-		__uskb_shell_flush(t, USKB_SHELL_CACHE_SIZE / 2);
+	unsigned int size = uskb_cfg(&__uskb_cfg.cache_size);
+
+	/* unlikely: once per `flush` frees */
+	if (uskb_unlikely(t->nshell >= size)) {
+		unsigned int fl = uskb_cfg(&__uskb_cfg.flush);
+
+		__uskb_shell_flush(t, size > fl ? size - fl : 0);
+		if (t->nshell >= size) {
+			/* cache off (size 0), or the pool could not grow: give it back alone */
+			__uskb_shell_give(skb);
+			return;
+		}
+	}
 	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	uskb_mem_cached(skb, sizeof(*skb));
 	t->shells[t->nshell++] = skb;
 }
 
 __hidden void __uskb_tls_release(struct uskb_tls *t);
+__hidden void __uskb_defer_kick(struct uskb_tls *o);
+/* page.c: return the calling thread's page-pool caches */
+__hidden void __uskb_page_thread_flush(void);
+/* skb.c: free what other threads deferred to @o, into @t's caches */
+__hidden unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o);
+
+/* Allocation drains the defer list when other threads filled it. */
+static inline void uskb_defer_check(struct uskb_tls *t)
+{
+	/* relaxed: a hint; the drain's exchange does the acquiring */
+	if (uskb_unlikely(atomic_load_explicit(&t->defer_head, memory_order_relaxed)))
+		__uskb_defer_drain(t, t);
+}
 __hidden void __uskb_shells_stats(int64_t *created);
 
 /* heads */

@@ -267,17 +267,39 @@ struct uskb_page *uskb_zero_page(void)
 	return uskb_zero_page_node(USKB_NO_NODE);
 }
 
-/* ---- page pools ---- */
+/* ---- page pools ----
+ *
+ * A pool keeps freed pages for reuse in a locked ring, and each thread keeps
+ * up to PP_TCACHE_SIZE of a pool's pages in a private cache (the page_pool's
+ * lockless "alloc cache", per thread instead of per NAPI): a thread that
+ * frees and allocates pool pages touches no lock. `out` counts the pages
+ * not in the ring (in use or in thread caches); the pool is freed after
+ * destroy when it reaches zero. Only locked paths change `out`.
+ */
+
+#define PP_TCACHES 4
+#define PP_TCACHE_SIZE 64
 
 struct uskb_page_pool {
 	pthread_mutex_t lock;
 	unsigned int order;
 	int node;
 	unsigned int size, count;
-	bool destroyed;
-	struct uskb_page_pool_stats st;
+	atomic_bool destroyed;
+	long out;			/* under lock */
+	atomic_long tcached;		/* pages in thread caches */
+	atomic_ulong tc_alloc, tc_recycle; /* thread-cache hits */
+	struct uskb_page_pool_stats st;	/* locked-path counts */
 	struct uskb_page **ring;
 };
+
+struct pp_tcache {
+	struct uskb_page_pool *pool;
+	unsigned int n;
+	struct uskb_page *pages[PP_TCACHE_SIZE];
+};
+
+static __thread struct pp_tcache pp_tc[PP_TCACHES];
 
 static atomic_llong live_pools;
 static atomic_llong pool_idle;
@@ -327,65 +349,145 @@ static void pool_free(struct uskb_page_pool *pool)
 	atomic_fetch_sub(&live_pools, 1);
 }
 
+static struct pp_tcache *pp_tcache_of(struct uskb_page_pool *pool, bool claim)
+{
+	int i;
+
+	for (i = 0; i < PP_TCACHES; i++)
+		if (pp_tc[i].pool == pool)
+			return &pp_tc[i];
+	if (claim)
+		for (i = 0; i < PP_TCACHES; i++)
+			if (!pp_tc[i].pool) {
+				pp_tc[i].pool = pool;
+				return &pp_tc[i];
+			}
+	return NULL;
+}
+
+/* Hand a page back to its arena; the caller holds pool->lock. True: pool done. */
+static bool pool_release_locked(struct uskb_page_pool *pool, struct uskb_page *page)
+{
+	pool->out--;
+	pool->st.released++;
+	page->pp_magic = 0;
+	atomic_store_explicit(&page->refcount, 1, memory_order_relaxed);
+	return atomic_load(&pool->destroyed) && !pool->out;
+}
+
 struct uskb_page *uskb_page_pool_alloc(struct uskb_page_pool *pool)
 {
+	struct pp_tcache *tc = pp_tcache_of(pool, false);
 	struct uskb_page *p = NULL;
 
-	pthread_mutex_lock(&pool->lock);
-	if (uskb_unlikely(pool->destroyed)) {
-		pthread_mutex_unlock(&pool->lock);
+	if (uskb_unlikely(atomic_load_explicit(&pool->destroyed, memory_order_relaxed)))
 		uskb_bug("page_pool_alloc", NULL, "pool %p was destroyed", (void *)pool);
+	/* likely: a thread that recycles allocates from its own cache */
+	if (uskb_likely(tc && tc->n)) {
+		p = tc->pages[--tc->n];
+		atomic_fetch_sub_explicit(&pool->tcached, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&pool->tc_alloc, 1, memory_order_relaxed);
+		goto out;
 	}
+	pthread_mutex_lock(&pool->lock);
 	if (pool->count) {
 		p = pool->ring[--pool->count];
 		atomic_fetch_sub(&pool_idle, 1);
 		pool->st.alloc_fast++;
-		pool->st.in_use++;
+		pool->out++;
 	}
 	pthread_mutex_unlock(&pool->lock);
-	if (p) {
-		uskb_mem_handed_out(p->addr, uskb_page_size(p));
-		atomic_store_explicit(&p->refcount, 1, memory_order_relaxed);
+	if (!p) {
+		p = arena_alloc(pool->order, pool->node);
+		if (!p)
+			return NULL;
+		p->pp = pool;
+		p->flags = USKB_PG_POOL;
+		p->pp_magic = USKB_PP_SIGNATURE;
+		pthread_mutex_lock(&pool->lock);
+		pool->st.alloc_slow++;
+		pool->out++;
+		pthread_mutex_unlock(&pool->lock);
 		return p;
 	}
-	p = arena_alloc(pool->order, pool->node);
-	if (!p)
-		return NULL;
-	p->pp = pool;
-	p->flags = USKB_PG_POOL;
-	p->pp_magic = USKB_PP_SIGNATURE;
-	pthread_mutex_lock(&pool->lock);
-	pool->st.alloc_slow++;
-	pool->st.in_use++;
-	pthread_mutex_unlock(&pool->lock);
+out:
+	uskb_mem_handed_out(p->addr, uskb_page_size(p));
+	atomic_store_explicit(&p->refcount, 1, memory_order_relaxed);
 	return p;
 }
 
 static void pool_recycle(struct uskb_page *page)
 {
 	struct uskb_page_pool *pool = page->pp;
+	struct pp_tcache *tc;
 	bool release, last = false;
 
+	/* likely: the freeing thread keeps the page for its next allocation */
+	if (uskb_likely(!atomic_load_explicit(&pool->destroyed, memory_order_relaxed)) &&
+	    (tc = pp_tcache_of(pool, true)) && tc->n < PP_TCACHE_SIZE) {
+		atomic_store_explicit(&page->refcount, 0, memory_order_relaxed);
+		uskb_mem_cached(page->addr, uskb_page_size(page));
+		tc->pages[tc->n++] = page;
+		atomic_fetch_add_explicit(&pool->tcached, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&pool->tc_recycle, 1, memory_order_relaxed);
+		return;
+	}
 	pthread_mutex_lock(&pool->lock);
-	pool->st.in_use--;
-	release = pool->destroyed || pool->count == pool->size;
+	release = atomic_load(&pool->destroyed) || pool->count == pool->size;
 	if (release) {
-		pool->st.released++;
-		last = pool->destroyed && !pool->st.in_use;
+		last = pool_release_locked(pool, page);
 	} else {
 		atomic_store_explicit(&page->refcount, 0, memory_order_relaxed);
 		uskb_mem_cached(page->addr, uskb_page_size(page));
 		pool->ring[pool->count++] = page;
+		pool->out--;
 		atomic_fetch_add(&pool_idle, 1);
 		pool->st.recycled++;
 	}
 	pthread_mutex_unlock(&pool->lock);
-	if (release) {
-		page->pp_magic = 0;
+	if (release)
 		arena_free(page);
-	}
 	if (last)
 		pool_free(pool);
+}
+
+/* Return this thread's cached pool pages: to the ring, or the arena once destroyed. */
+void __uskb_page_thread_flush(void)
+{
+	int i;
+
+	for (i = 0; i < PP_TCACHES; i++) {
+		struct pp_tcache *tc = &pp_tc[i];
+		struct uskb_page_pool *pool = tc->pool;
+		struct uskb_page *rel[PP_TCACHE_SIZE];
+		unsigned int nrel = 0, k;
+		bool last = false;
+
+		if (!pool)
+			continue;
+		pthread_mutex_lock(&pool->lock);
+		atomic_fetch_sub(&pool->tcached, (long)tc->n);
+		while (tc->n) {
+			struct uskb_page *p = tc->pages[--tc->n];
+
+			if (!atomic_load(&pool->destroyed) && pool->count < pool->size) {
+				pool->ring[pool->count++] = p;
+				pool->out--;
+				atomic_fetch_add(&pool_idle, 1);
+			} else {
+				last = pool_release_locked(pool, p);
+				rel[nrel++] = p;
+			}
+		}
+		pthread_mutex_unlock(&pool->lock);
+		tc->pool = NULL;
+		for (k = 0; k < nrel; k++) {
+			uskb_mem_handed_out(rel[k]->addr, uskb_page_size(rel[k]));
+			arena_free(rel[k]);
+		}
+		if (last)
+			pool_free(pool);
+	}
 }
 
 void uskb_page_pool_destroy(struct uskb_page_pool *pool)
@@ -395,13 +497,28 @@ void uskb_page_pool_destroy(struct uskb_page_pool *pool)
 
 	if (!pool)
 		return;
-	pthread_mutex_lock(&pool->lock);
-	pool->destroyed = true;
-	n = pool->count;
-	pool->count = 0;
-	atomic_fetch_sub(&pool_idle, n);
-	last = !pool->st.in_use;
-	pthread_mutex_unlock(&pool->lock);
+	/* the caller's own cached pages go first, so a quiet pool dies here */
+	{
+		struct pp_tcache *tc = pp_tcache_of(pool, false);
+
+		pthread_mutex_lock(&pool->lock);
+		if (tc) {
+			atomic_fetch_sub(&pool->tcached, (long)tc->n);
+			while (tc->n && pool->count < pool->size) {
+				pool->ring[pool->count++] = tc->pages[--tc->n];
+				pool->out--;
+				atomic_fetch_add(&pool_idle, 1);
+			}
+			tc->pool = tc->n ? tc->pool : NULL;
+			atomic_fetch_add(&pool->tcached, (long)tc->n);
+		}
+		atomic_store(&pool->destroyed, true);
+		n = pool->count;
+		pool->count = 0;
+		atomic_fetch_sub(&pool_idle, n);
+		last = !pool->out;
+		pthread_mutex_unlock(&pool->lock);
+	}
 	while (n--) {
 		struct uskb_page *p = pool->ring[n];
 
@@ -414,9 +531,15 @@ void uskb_page_pool_destroy(struct uskb_page_pool *pool)
 
 void uskb_page_pool_get_stats(struct uskb_page_pool *pool, struct uskb_page_pool_stats *st)
 {
+	long tcached;
+
 	pthread_mutex_lock(&pool->lock);
 	*st = pool->st;
-	st->idle = pool->count;
+	tcached = atomic_load(&pool->tcached);
+	st->idle = pool->count + (uint64_t)tcached;
+	st->in_use = (uint64_t)(pool->out - tcached);
+	st->alloc_fast += atomic_load(&pool->tc_alloc);
+	st->recycled += atomic_load(&pool->tc_recycle);
 	pthread_mutex_unlock(&pool->lock);
 }
 

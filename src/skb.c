@@ -99,6 +99,7 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		return NULL;
 	}
 	size = USKB_DATA_ALIGN(size);
+	uskb_defer_check(t);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb = alloc_fclone_shell(t);
 	else
@@ -237,15 +238,209 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 	free(fc);
 }
 
+/* Release the data and the shell on this thread (the tail of __kfree_skb). */
+static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
+							     struct uskb *skb)
+{
+	if (uskb_likely(skb->head))
+		release_data(t, skb);
+	free_shell(t, skb);
+}
+
+/*
+ * skb_attempt_defer_free() for an skb whose last user is gone and whose
+ * owner is another thread: push it onto the owner's defer list. False when
+ * it must be freed here instead (fclone, zero-copy, no live owner, cap).
+ */
+static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
+{
+	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
+	struct uskb_tls *o;
+	struct uskb *head;
+	long n;
+
+	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !max ||
+	    (skb->head && (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE)) ||
+	    skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
+		goto direct;
+	o = __uskb_owner_tab[skb->alloc_cpu];
+	/* acquire: pairs with the release that made the slot alive */
+	if (!o || !atomic_load_explicit(&o->alive, memory_order_acquire))
+		goto direct;
+	/* relaxed: the count only bounds the list; the push publishes the skb */
+	n = atomic_fetch_add_explicit(&o->defer_count, 1, memory_order_relaxed) + 1;
+	if (n >= (long)max) {
+		/* full: take the count back, so it keeps meaning "skbs on the list" */
+		atomic_fetch_sub_explicit(&o->defer_count, 1, memory_order_relaxed);
+		goto direct;
+	}
+	head = atomic_load_explicit(&o->defer_head, memory_order_relaxed);
+	do {
+		skb->ll_next = head;
+		/* release: the owner's exchange must see the whole skb */
+	} while (!atomic_compare_exchange_weak_explicit(&o->defer_head, &head, skb,
+							memory_order_release,
+							memory_order_relaxed));
+	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], 1);
+	/* unlikely: one kick per fill of half the cap */
+	if (uskb_unlikely(n == (long)(max >> 1)))
+		__uskb_defer_kick(o);
+	return true;
+direct:
+	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], 1);
+	return false;
+}
+
+unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
+{
+	struct uskb *skb, *next;
+	unsigned int n = 0;
+
+	if (!atomic_load_explicit(&o->defer_head, memory_order_relaxed))
+		return 0;
+	/* acquire: pairs with the pushers' release */
+	skb = atomic_exchange_explicit(&o->defer_head, NULL, memory_order_acquire);
+	for (; skb; skb = next, n++) {
+		next = skb->ll_next;
+		free_local(t, skb);
+	}
+	/*
+	 * Count down what we took (the kernel zeroes the count): pushers count
+	 * before they push, so the count never drops below the list's length.
+	 */
+	atomic_fetch_sub_explicit(&o->defer_count, n, memory_order_relaxed);
+	uskb_tcount_add(&t->c.v[USKB_TC_DRAINED], n);
+	return n;
+}
+
 /* __kfree_skb(). */
 static void __uskb_free(struct uskb *skb)
 {
 	struct uskb_tls *t = uskb_tls();
 
 	release_head_state(skb);
-	if (uskb_likely(skb->head))
-		release_data(t, skb);
-	free_shell(t, skb);
+	/* unlikely on the fast path: another thread's skb goes back to its owner */
+	if (uskb_unlikely(skb->alloc_cpu != t->id) && defer_to_owner(t, skb))
+		return;
+	free_local(t, skb);
+}
+
+void uskb_attempt_defer_free(struct uskb *skb)
+{
+	uskb_consume(skb);
+}
+
+int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		skbs[i] = uskb_alloc(size);
+		if (uskb_unlikely(!skbs[i])) {
+			int err = -errno;
+
+			while (i--)
+				uskb_free(skbs[i]);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* A chain of deferred skbs for one owner, pushed with one exchange. */
+struct defer_batch {
+	struct uskb_tls *o;
+	struct uskb *first, *last;
+	long n;
+};
+
+static void batch_push(struct uskb_tls *t, struct defer_batch *b)
+{
+	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
+	struct uskb *head;
+	long before = 0;
+
+	/* acquire: pairs with the release that made the slot alive */
+	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
+		goto direct;
+	/* relaxed: see defer_to_owner() */
+	before = atomic_fetch_add_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
+	if (before + b->n >= (long)max) {
+		/* take our count back: it must not stay up with nothing on the list */
+		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
+		goto direct;
+	}
+	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
+	do {
+		b->last->ll_next = head;
+		/* release: the owner's exchange must see every skb of the chain */
+	} while (!atomic_compare_exchange_weak_explicit(&b->o->defer_head, &head, b->first,
+							memory_order_release,
+							memory_order_relaxed));
+	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], b->n);
+	if (before < (long)(max >> 1) && before + b->n >= (long)(max >> 1))
+		__uskb_defer_kick(b->o);
+	return;
+direct:
+	{
+		struct uskb *skb, *next;
+
+		for (skb = b->first; skb; skb = next) {
+			next = skb->ll_next;
+			free_local(t, skb);
+		}
+	}
+	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], b->n);
+}
+
+#define FREE_BULK_OWNERS 8
+
+void uskb_free_bulk(struct uskb **skbs, unsigned int n)
+{
+	struct uskb_tls *t = uskb_tls();
+	struct defer_batch b[FREE_BULK_OWNERS];
+	unsigned int i, nb = 0, k;
+
+	for (i = 0; i < n; i++) {
+		struct uskb *skb = skbs[i];
+		struct uskb_tls *o;
+
+		if (!skb || !skb_unref(skb))
+			continue;
+		release_head_state(skb);
+		if (uskb_likely(skb->alloc_cpu == t->id)) {
+			free_local(t, skb);
+			continue;
+		}
+		/* gather per owner; the rare cases take the single path */
+		o = skb->alloc_cpu >= 0 && skb->alloc_cpu < USKB_MAX_OWNERS ?
+			    __uskb_owner_tab[skb->alloc_cpu] : NULL;
+		if (!o || skb->fclone != USKB_FCLONE_UNAVAILABLE ||
+		    (skb->head && (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE))) {
+			if (!defer_to_owner(t, skb))
+				free_local(t, skb);
+			continue;
+		}
+		for (k = 0; k < nb && b[k].o != o; k++)
+			;
+		if (k == nb) {
+			if (nb == FREE_BULK_OWNERS) {
+				if (!defer_to_owner(t, skb))
+					free_local(t, skb);
+				continue;
+			}
+			b[nb++] = (struct defer_batch){ .o = o };
+		}
+		skb->ll_next = NULL;
+		if (b[k].last)
+			b[k].last->ll_next = skb;
+		else
+			b[k].first = skb;
+		b[k].last = skb;
+		b[k].n++;
+	}
+	for (k = 0; k < nb; k++)
+		batch_push(t, &b[k]);
 }
 
 void uskb_free(struct uskb *skb)

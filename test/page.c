@@ -63,15 +63,17 @@ static void test_pool(void)
 	CHECK_EQ(ps.alloc_slow, 6);
 	CHECK_EQ(ps.in_use, 6);
 	for (i = 0; i < 6; i++)
-		uskb_page_put(p[i]); /* 4 recycled, 2 released (pool_size 4) */
+		uskb_page_put(p[i]); /* all six into this thread's pool cache */
 	uskb_page_pool_get_stats(pool, &ps);
-	CHECK_EQ(ps.recycled, 4);
-	CHECK_EQ(ps.released, 2);
-	CHECK_EQ(ps.idle, 4);
+	CHECK_EQ(ps.recycled, 6);
+	CHECK_EQ(ps.released, 0);
+	CHECK_EQ(ps.idle, 6);
+	CHECK_EQ(ps.in_use, 0);
 	q = uskb_page_pool_alloc(pool);
-	CHECK(q == p[3]); /* LIFO: the last recycled comes back first */
+	CHECK(q == p[5]); /* LIFO: the last recycled comes back first */
 	uskb_page_pool_get_stats(pool, &ps);
 	CHECK_EQ(ps.alloc_fast, 1);
+	CHECK_EQ(ps.in_use, 1);
 	/* a pool page travelling in an skb returns to the pool on the last put */
 	{
 		struct uskb *skb = uskb_alloc(64);
@@ -79,8 +81,18 @@ static void test_pool(void)
 		uskb_add_rx_frag(skb, 0, q, 0, 100, 8192);
 		uskb_free(skb);
 		uskb_page_pool_get_stats(pool, &ps);
-		CHECK_EQ(ps.idle, 4);
+		CHECK_EQ(ps.idle, 6);
+		CHECK_EQ(ps.in_use, 0);
 	}
+	/* the thread cache flushed: 4 fit the ring (pool_size), 2 go to the arena */
+	uskb_thread_flush();
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.idle, 4);
+	CHECK_EQ(ps.released, 2);
+	q = uskb_page_pool_alloc(pool); /* from the ring now */
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.alloc_fast, 2);
+	uskb_page_put(q);
 	/* destroy with a page out: the pool lives until it comes back */
 	q = uskb_page_pool_alloc(pool);
 	uskb_page_pool_destroy(pool);

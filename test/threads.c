@@ -58,6 +58,8 @@ static void test_shared_clones(void)
 		for (i = 0; i < THREADS; i++)
 			pthread_join(th[i], NULL);
 	}
+	/* the other threads deferred our clones to us: free them now */
+	uskb_cache_drain();
 	CHECK_EQ(uskb_page_ref_count(pg), 1);
 	uskb_page_put(pg);
 }

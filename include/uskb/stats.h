@@ -32,6 +32,14 @@ struct uskb_stats {
 	uint64_t skb_allocs;
 	uint64_t skb_frees;
 	uint64_t arena_bytes;	   /**< bytes mmap'd for arenas */
+	/* per-thread caches and deferred free (cache.h) */
+	uint64_t cache_hits;	   /**< shells served by a thread's own cache */
+	uint64_t cache_misses;	   /**< shell allocations that went to the global pool */
+	uint64_t deferred;	   /**< skbs handed to their owner's defer list */
+	uint64_t drained;	   /**< deferred skbs freed by their owner */
+	uint64_t direct_frees;	   /**< skbs another thread freed itself (cap, fclone, zero-copy, owner gone) */
+	int64_t defer_pending;	   /**< deferred skbs not yet drained */
+	int64_t threads;	   /**< threads with a cache */
 };
 
 /**

@@ -15,5 +15,6 @@
 #include "skb.h"
 #include "csum.h"
 #include "stats.h"
+#include "cache.h"
 
 #endif

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread caches and deferred free: hits and misses, the cache switched
+ * off, frees from other threads deferred to the owner (cap, eventfd kick,
+ * drain), fclones freed directly, bulk alloc/free gathering per owner, and
+ * producer/consumer traffic with threads exiting in the middle.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+#include "t.h"
+
+static struct uskb_stats stats(void)
+{
+	struct uskb_stats st = { .sz = sizeof(st) };
+
+	uskb_stats_get(&st);
+	return st;
+}
+
+static void test_opts(void)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) }, bad;
+
+	CHECK_EQ(uskb_cache_get_opts(&o), 0);
+	CHECK_EQ(o.cache_size, 64);
+	CHECK_EQ(o.bulk, 16);
+	CHECK_EQ(o.flush, 32);
+	CHECK_EQ(o.defer_max, 128);
+	bad = o;
+	bad.cache_size = USKB_CACHE_MAX + 1;
+	CHECK_EQ(uskb_cache_set_opts(&bad), -EINVAL);
+	bad = o;
+	bad.bulk = 65;
+	CHECK_EQ(uskb_cache_set_opts(&bad), -EINVAL);
+	bad = o;
+	bad.sz = 2;
+	CHECK_EQ(uskb_cache_set_opts(&bad), -EINVAL);
+	CHECK_EQ(uskb_cache_set_opts(&o), 0);
+}
+
+static void test_hits(void)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) }, off;
+	struct uskb_stats a, b;
+	struct uskb *skb;
+	int i;
+
+	uskb_cache_get_opts(&o);
+	skb = uskb_alloc(100); /* warm */
+	uskb_free(skb);
+	a = stats();
+	for (i = 0; i < 100; i++)
+		uskb_free(uskb_alloc(100));
+	b = stats();
+	CHECK_EQ(b.cache_hits - a.cache_hits, 100);
+	CHECK_EQ(b.cache_misses, a.cache_misses);
+	/* cache off: every allocation goes to the global pool */
+	off = o;
+	off.cache_size = 0;
+	CHECK_EQ(uskb_cache_set_opts(&off), 0);
+	uskb_thread_flush();
+	a = stats();
+	for (i = 0; i < 50; i++)
+		uskb_free(uskb_alloc(100));
+	b = stats();
+	CHECK_EQ(b.cache_misses - a.cache_misses, 50);
+	CHECK_EQ(b.cache_hits, a.cache_hits);
+	CHECK_EQ(uskb_cache_set_opts(&o), 0);
+}
+
+/* ---- an owner that allocates, sleeps, and drains when kicked ---- */
+
+#define N_SKB 300
+
+static struct uskb *batch[N_SKB];
+static pthread_barrier_t bar;
+
+static void *owner_thread(void *arg)
+{
+	int efd = uskb_cache_eventfd(), i;
+	struct pollfd pfd = { .fd = efd, .events = POLLIN };
+	unsigned int *drained = arg;
+
+	if (efd < 0)
+		abort();
+	for (i = 0; i < N_SKB; i++) {
+		batch[i] = uskb_alloc(200);
+		uskb_put_zero(batch[i], 10);
+	}
+	pthread_barrier_wait(&bar); /* hand them over */
+	pthread_barrier_wait(&bar); /* the main thread freed them all */
+	/* the list passed half of defer_max: we were kicked */
+	if (poll(&pfd, 1, 5000) != 1)
+		abort();
+	*drained = uskb_cache_drain();
+	if (poll(&pfd, 1, 0) != 0) /* the kick was consumed */
+		abort();
+	return NULL;
+}
+
+static void test_defer(void)
+{
+	struct uskb_stats a, b;
+	unsigned int drained = 0;
+	pthread_t th;
+	int i;
+
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, owner_thread, &drained);
+	pthread_barrier_wait(&bar);
+	a = stats();
+	for (i = 0; i < N_SKB; i++)
+		uskb_free(batch[i]);
+	b = stats();
+	/* defer_max 128: 127 go on the owner's list, the rest are freed here */
+	CHECK_EQ(b.deferred - a.deferred, 127);
+	CHECK_EQ(b.direct_frees - a.direct_frees, N_SKB - 127);
+	CHECK_EQ(b.defer_pending, 127);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	CHECK_EQ(drained, 127);
+	b = stats();
+	CHECK_EQ(b.defer_pending, 0);
+	CHECK_EQ(b.drained - a.drained, 127);
+	pthread_barrier_destroy(&bar);
+}
+
+/* fclones are never deferred; a dead owner's skbs are freed directly */
+static struct uskb *fc_skb, *orphan;
+
+static void *alloc_and_exit(void *arg)
+{
+	(void)arg;
+	fc_skb = uskb_alloc_fclone(100);
+	orphan = uskb_alloc(100);
+	return NULL; /* exits: its caches go back, its skbs live on */
+}
+
+static void test_direct(void)
+{
+	struct uskb_stats a, b;
+	pthread_t th;
+
+	pthread_create(&th, NULL, alloc_and_exit, NULL);
+	pthread_join(th, NULL);
+	a = stats();
+	CHECK(a.skbs >= 2);
+	uskb_free(fc_skb);
+	uskb_free(orphan);
+	b = stats();
+	CHECK_EQ(b.direct_frees - a.direct_frees, 2);
+	CHECK_EQ(b.deferred, a.deferred);
+}
+
+/* ---- bulk ---- */
+
+static struct uskb *bulk_a[64], *bulk_b[64];
+
+static void *bulk_owner(void *arg)
+{
+	struct uskb **v = arg;
+
+	if (uskb_alloc_bulk(v, 40, 300))
+		abort();
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	uskb_cache_drain();
+	return NULL;
+}
+
+static void test_bulk(void)
+{
+	struct uskb *mix[128], *mine[20];
+	struct uskb_stats a, b;
+	pthread_t t1, t2;
+	int i, n = 0;
+
+	CHECK_EQ(uskb_alloc_bulk(mine, 20, 1u << 31), -EINVAL);
+	CHECK_EQ(uskb_alloc_bulk(mine, 20, 64), 0);
+	for (i = 0; i < 20; i++)
+		CHECK(mine[i] && uskb_tailroom(mine[i]) >= 64);
+	pthread_barrier_init(&bar, NULL, 3);
+	pthread_create(&t1, NULL, bulk_owner, bulk_a);
+	pthread_create(&t2, NULL, bulk_owner, bulk_b);
+	pthread_barrier_wait(&bar);
+	for (i = 0; i < 40; i++) {
+		mix[n++] = bulk_a[i];
+		mix[n++] = bulk_b[i];
+		if (i < 20)
+			mix[n++] = mine[i];
+	}
+	mix[n++] = NULL; /* skipped */
+	a = stats();
+	uskb_free_bulk(mix, (unsigned int)n);
+	b = stats();
+	CHECK_EQ(b.deferred - a.deferred, 80); /* two chains of 40 */
+	CHECK_EQ(b.skb_frees - a.skb_frees, 20); /* ours, freed here */
+	CHECK_EQ(b.defer_pending, 80);
+	pthread_barrier_wait(&bar);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	CHECK_EQ(stats().defer_pending, 0);
+	pthread_barrier_destroy(&bar);
+}
+
+/* ---- producers and consumers, threads exiting in the middle ---- */
+
+#define RING 1024
+static struct uskb *_Atomic ring[RING];
+static atomic_int produced, consumed;
+#define PER_PRODUCER 20000
+
+static void *producer(void *arg)
+{
+	int i, slot = 0;
+
+	(void)arg;
+	for (i = 0; i < PER_PRODUCER; i++) {
+		struct uskb *skb = uskb_alloc((unsigned int)(64 + i % 1500));
+		struct uskb *expect = NULL;
+
+		uskb_put_zero(skb, 16);
+		*(int *)skb->cb = 0x5a5a;
+		/* find an empty slot */
+		for (;;) {
+			expect = NULL;
+			if (atomic_compare_exchange_strong(&ring[slot], &expect, skb))
+				break;
+			slot = (slot + 1) % RING;
+		}
+		atomic_fetch_add(&produced, 1);
+		if (i % 5000 == 4999)
+			return NULL; /* leave early: the rest of this thread's quota is not made */
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	int slot = 0, idle = 0;
+	long n = 0;
+
+	(void)arg;
+	for (;;) {
+		struct uskb *skb = atomic_exchange(&ring[slot], NULL);
+
+		slot = (slot + 1) % RING;
+		if (!skb) {
+			if (++idle > 4 * RING && atomic_load(&consumed) == -1)
+				break;
+			continue;
+		}
+		idle = 0;
+		if (*(int *)skb->cb != 0x5a5a || skb->len != 16)
+			abort();
+		*(int *)skb->cb = 0; /* a second free of this skb would be caught */
+		uskb_free(skb);
+		n++;
+	}
+	return (void *)n;
+}
+
+static void test_producer_consumer(void)
+{
+	pthread_t p[2], c[2];
+	long total = 0;
+	int i, round;
+	struct uskb_stats st;
+
+	for (round = 0; round < 3; round++) {
+		atomic_store(&produced, 0);
+		atomic_store(&consumed, 0);
+		for (i = 0; i < 2; i++) {
+			pthread_create(&p[i], NULL, producer, NULL);
+			pthread_create(&c[i], NULL, consumer, NULL);
+		}
+		for (i = 0; i < 2; i++)
+			pthread_join(p[i], NULL);
+		atomic_store(&consumed, -1); /* producers gone: consumers stop when idle */
+		total = 0;
+		for (i = 0; i < 2; i++) {
+			void *n;
+
+			pthread_join(c[i], &n);
+			total += (long)n;
+		}
+		CHECK_EQ(total, atomic_load(&produced));
+	}
+	st = stats();
+	CHECK(st.deferred > 0);
+	CHECK_EQ(st.skbs, 0);
+}
+
+int main(void)
+{
+	test_opts();
+	test_hits();
+	test_defer();
+	test_direct();
+	test_bulk();
+	test_producer_consumer();
+	return t_end("cache");
+}
