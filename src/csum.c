@@ -9,6 +9,9 @@
 
 #include "internal.h"
 
+/* The sums below place bytes in little-endian 16-bit lanes. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "uskb checksums assume little-endian");
+
 static inline uint64_t add64(uint64_t a, uint64_t b)
 {
 	a += b;

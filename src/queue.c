@@ -132,12 +132,29 @@ void uskb_append(struct uskb *old, struct uskb *newsk, struct uskb_head *list)
 	q_unlock(list);
 }
 
+/* Reset the list to empty; the lock is left alone (__skb_queue_head_init). */
+static void reset_list(struct uskb_head *list)
+{
+	list->prev = list->next = (struct uskb *)list;
+	list->qlen = 0;
+}
+
 void uskb_queue_purge(struct uskb_head *list)
 {
-	struct uskb *skb;
+	struct uskb *skb, *next;
 
-	while ((skb = uskb_dequeue(list)))
+	/* take the whole list under the lock, free outside it (a producer cannot starve us) */
+	q_lock(list);
+	skb = uskb_queue_empty(list) ? NULL : list->next;
+	if (skb)
+		list->prev->next = NULL;
+	reset_list(list);
+	q_unlock(list);
+	for (; skb; skb = next) {
+		next = skb->next;
+		skb->next = skb->prev = NULL;
 		uskb_free(skb);
+	}
 }
 
 void uskb_queue_splice_tail_init(struct uskb_head *list, struct uskb_head *head)
@@ -148,12 +165,10 @@ void uskb_queue_splice_tail_init(struct uskb_head *list, struct uskb_head *head)
 		return;
 	first = list->next;
 	last = list->prev;
-	q_lock(head);
 	first->prev = head->prev;
 	head->prev->next = first;
 	last->next = (struct uskb *)head;
 	head->prev = last;
 	head->qlen += list->qlen;
-	q_unlock(head);
-	uskb_queue_head_init(list);
+	reset_list(list);
 }

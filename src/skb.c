@@ -140,8 +140,13 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 
 struct uskb *uskb_dev_alloc(unsigned int length)
 {
-	struct uskb *skb = __uskb_alloc(length + USKB_NET_SKB_PAD, USKB_ALLOC_HEAD_FRAG,
-					USKB_NO_NODE);
+	struct uskb *skb;
+
+	if (length > (1u << 30)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	skb = __uskb_alloc(length + USKB_NET_SKB_PAD, USKB_ALLOC_HEAD_FRAG, USKB_NO_NODE);
 
 	if (skb)
 		uskb_reserve(skb, USKB_NET_SKB_PAD);
@@ -631,6 +636,22 @@ struct uskb *uskb_pskb_copy(struct uskb *skb)
 	return __uskb_pskb_copy(skb, (int)uskb_headroom(skb));
 }
 
+/*
+ * skb_zcopy_downgrade_managed(): before frags are shared or moved, give
+ * the skb page references of its own, so ordinary ref/unref rules apply.
+ */
+static void downgrade_managed(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int i;
+
+	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		return;
+	for (i = 0; i < shinfo->nr_frags; i++)
+		uskb_page_get(shinfo->frags[i].page);
+	shinfo->flags &= (uint8_t)~USKB_SKBFL_MANAGED_FRAG_REFS;
+}
+
 /* skb_headers_offset_update(). */
 static void headers_offset_update(struct uskb *skb, int off)
 {
@@ -658,6 +679,7 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 	if (uskb_unlikely((uint64_t)osize + (unsigned int)nhead + (unsigned int)ntail >
 			  (1u << 30)))
 		return -ENOMEM;
+	downgrade_managed(skb);
 	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail) +
 	       USKB_SHINFO_SIZE;
 	data = uskb_kmalloc_head(t, &size, USKB_NO_NODE);
@@ -1175,6 +1197,7 @@ void uskb_split(struct uskb *skb, struct uskb *skb1, uint32_t len)
 	if (uskb_unlikely(skb1->len || uskb_shinfo(skb1)->nr_frags || len > skb->len))
 		uskb_bug("split", skb1, "skb_split into a non-empty skb or past the end (len %u)",
 			 len);
+	downgrade_managed(skb);
 	uskb_shinfo(skb1)->flags |= uskb_shinfo(skb)->flags &
 				    (USKB_SKBFL_SHARED_FRAG | USKB_SKBFL_PURE_ZEROCOPY);
 	if (len < pos)
@@ -1229,6 +1252,8 @@ bool uskb_try_coalesce(struct uskb *to, struct uskb *from, bool *fragstolen,
 	memcpy(to_sh->frags + to_sh->nr_frags, from_sh->frags,
 	       from_sh->nr_frags * sizeof(uskb_frag_t));
 	to_sh->nr_frags = (uint8_t)(to_sh->nr_frags + from_sh->nr_frags);
+	if (from_sh->nr_frags)
+		to_sh->flags |= from_sh->flags & USKB_SKBFL_SHARED_FRAG;
 	if (!uskb_cloned(from))
 		from_sh->nr_frags = 0;
 	/* a cloned from keeps its frags: take refs for the copies in to */
@@ -1247,6 +1272,8 @@ void uskb_append_frag_list(struct uskb *skb, struct uskb *frag)
 
 	if (uskb_unlikely(frag == skb || frag->next))
 		uskb_bug("append_frag_list", skb, "bad frag_list member %p", (void *)frag);
+	if (uskb_unlikely(uskb_cloned(skb)))
+		uskb_bug("append_frag_list", skb, "frag_list of a cloned skb is shared");
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = frag;

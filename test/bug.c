@@ -116,6 +116,14 @@ static void split_cloned(void)
 	uskb_split(skb, n, 5);
 }
 
+static void frag_list_cloned(void)
+{
+	struct uskb *skb = uskb_alloc(64), *c = uskb_clone(skb);
+
+	(void)c;
+	uskb_append_frag_list(skb, uskb_alloc(64));
+}
+
 static const struct {
 	const char *name;
 	misuse_fn fn;
@@ -133,6 +141,7 @@ static const struct {
 	{ "reserve non-empty", reserve_nonempty, "reserve" },
 	{ "frag index", frag_index, "out of range" },
 	{ "split cloned", split_cloned, "cloned" },
+	{ "frag_list of a clone", frag_list_cloned, "cloned" },
 };
 
 static void run_case(int i)

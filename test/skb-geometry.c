@@ -576,8 +576,72 @@ static void test_stats(void)
 	}
 }
 
+/* MANAGED_FRAG_REFS: the skb holds no page refs; sharing or moving frags downgrades */
+static void test_managed(void)
+{
+	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb *skb = uskb_alloc(128), *c, *s1;
+
+	uskb_put(skb, 20);
+	/* the owner (say a zero-copy sender) keeps the references itself */
+	uskb_add_rx_frag(skb, 0, pg, 0, 1000, 0);
+	uskb_add_rx_frag(skb, 1, pg, 2000, 1000, 0);
+	uskb_shinfo(skb)->flags |= USKB_SKBFL_MANAGED_FRAG_REFS;
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	uskb_frag_unref(skb, 0); /* no reference to drop */
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	CHECK(uskb_may_pull(skb, 70)); /* eats 50 bytes of frag 0: no put */
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	CHECK_EQ(uskb_pskb_trim(skb, 1500), 0); /* shortens frag 1 */
+	CHECK_EQ(uskb_shinfo(skb)->nr_frags, 2);
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	c = uskb_clone(skb);
+	CHECK_EQ(uskb_expand_head(skb, 16, 0), 0);
+	/* downgrade (+2), then the cloned path's own refs for the new shinfo (+2) */
+	CHECK(!(uskb_shinfo(skb)->flags & USKB_SKBFL_MANAGED_FRAG_REFS));
+	CHECK(!(uskb_shinfo(c)->flags & USKB_SKBFL_MANAGED_FRAG_REFS));
+	CHECK_EQ(uskb_page_ref_count(pg), 5);
+	uskb_free(skb);
+	CHECK_EQ(uskb_page_ref_count(pg), 3);
+	uskb_free(c); /* the old shinfo holds real refs now: they go */
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	/* split downgrades before the cut frag gets a second user */
+	skb = uskb_alloc(64);
+	uskb_add_rx_frag(skb, 0, pg, 0, 100, 0);
+	uskb_shinfo(skb)->flags |= USKB_SKBFL_MANAGED_FRAG_REFS;
+	s1 = uskb_alloc(0);
+	uskb_split(skb, s1, 50);
+	CHECK_EQ(uskb_page_ref_count(pg), 3);
+	uskb_free(skb);
+	uskb_free(s1);
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	uskb_page_put(pg);
+}
+
+/* try_coalesce carries SHARED_FRAG over with the frags */
+static void test_coalesce_shared_frag(void)
+{
+	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb *to = uskb_alloc(64), *from = uskb_alloc(64);
+	bool stolen;
+	int delta;
+
+	uskb_put(to, 10);
+	uskb_page_get(pg);
+	uskb_add_rx_frag(to, 0, pg, 0, 100, 100);
+	uskb_add_rx_frag(from, 0, pg, 100, 1000, 1000);
+	uskb_shinfo(from)->flags |= USKB_SKBFL_SHARED_FRAG;
+	CHECK(uskb_try_coalesce(to, from, &stolen, &delta));
+	CHECK(uskb_shinfo(to)->flags & USKB_SKBFL_SHARED_FRAG);
+	CHECK(uskb_has_shared_frag(to));
+	uskb_free_partial(from, stolen);
+	uskb_free(to);
+}
+
 int main(void)
 {
+	test_managed();
+	test_coalesce_shared_frag();
 	test_stats();
 	test_alloc();
 	test_linear_ops();

@@ -259,7 +259,8 @@ USKB_INLINE bool uskb_header_cloned(const struct uskb *skb)
 /** skb_shared(): more than one user holds this skb. */
 USKB_INLINE bool uskb_shared(const struct uskb *skb)
 {
-	return atomic_load_explicit(&skb->users, memory_order_relaxed) != 1;
+	/* acquire: "not shared" licenses writes after the other users' releases */
+	return atomic_load_explicit(&skb->users, memory_order_acquire) != 1;
 }
 
 /** skb_get(): take a user reference. */
@@ -339,10 +340,14 @@ USKB_INLINE void uskb_frag_ref(struct uskb *skb, int f)
 	uskb_page_get(uskb_shinfo(skb)->frags[f].page);
 }
 
-/** skb_frag_unref(): drop the page reference of frag @f. */
+/**
+ * skb_frag_unref(): drop the page reference of frag @f — none is held when
+ * the frags are managed (MANAGED_FRAG_REFS: the zero-copy owner holds them).
+ */
 USKB_INLINE void uskb_frag_unref(struct uskb *skb, int f)
 {
-	uskb_page_put(uskb_shinfo(skb)->frags[f].page);
+	if (!(uskb_shinfo(skb)->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		uskb_page_put(uskb_shinfo(skb)->frags[f].page);
 }
 
 /* ---- headers ---- */
@@ -642,6 +647,8 @@ struct uskb_head {
 };
 
 USKB_API void uskb_queue_head_init(struct uskb_head *list);
+/* uskb_queue_len() and uskb_queue_empty() read without the lock: the caller
+ * holds it or owns the list. */
 USKB_INLINE uint32_t uskb_queue_len(const struct uskb_head *list)
 {
 	return list->qlen;
@@ -666,9 +673,13 @@ USKB_API struct uskb *uskb_dequeue_tail(struct uskb_head *list);
 USKB_API void uskb_unlink(struct uskb *skb, struct uskb_head *list);
 USKB_API void uskb_append(struct uskb *old, struct uskb *newsk,
 			  struct uskb_head *list);
-/** skb_queue_purge(): free every skb on the list. */
+/** skb_queue_purge(): take every skb off the list (one locked step) and free them. */
 USKB_API void uskb_queue_purge(struct uskb_head *list);
-/** skb_queue_splice_tail_init(): move all of @list to the tail of @head. */
+/**
+ * skb_queue_splice_tail_init(): move all of @list to the tail of @head and
+ * empty @list. Unlocked, as the kernel's: the caller holds both lists' locks
+ * or owns them.
+ */
 USKB_API void uskb_queue_splice_tail_init(struct uskb_head *list,
 					  struct uskb_head *head);
 
