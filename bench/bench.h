@@ -29,14 +29,14 @@ static int bench_cmp(const void *a, const void *b)
  * Time @body (which runs @iters operations) BENCH_RUNS times after one
  * warm-up, and print "name ns_per_op" with the median.
  */
-#define BENCH(name, iters, body)                                               \
+#define BENCH(name, iters, ...)                                                 \
 	do {                                                                   \
 		double _r[BENCH_RUNS];                                         \
 		long _it = (iters);                                            \
 		int _k;                                                        \
 		for (_k = -1; _k < BENCH_RUNS; _k++) {                         \
 			double _t0 = bench_now_ns();                           \
-			body;                                                  \
+			__VA_ARGS__;                                                \
 			if (_k >= 0)                                           \
 				_r[_k] = (bench_now_ns() - _t0) / (double)_it; \
 		}                                                              \

@@ -268,10 +268,20 @@ static int shell_pool_push(struct uskb **v, size_t n)
 	return 0;
 }
 
-/* Cache empty: take a bulk from the global pool (growing it by a slab). */
+/*
+ * Cache empty: first take back what other threads deferred to us (it is
+ * ours, and refills the cache without a lock); else a bulk from the global
+ * pool, growing it by a slab. Checking the defer list only here keeps the
+ * allocation fast path off the cache line the freeing threads write.
+ */
 struct uskb *__uskb_shell_refill(struct uskb_tls *t)
 {
 	unsigned int n = uskb_cfg(&__uskb_cfg.bulk);
+
+	/* relaxed: a hint; the drain's exchange acquires */
+	if (atomic_load_explicit(&t->defer_head, memory_order_relaxed) &&
+	    __uskb_defer_drain(t, t) && t->nshell)
+		return t->shells[--t->nshell];
 
 	if (n > USKB_CACHE_MAX)
 		n = USKB_CACHE_MAX;

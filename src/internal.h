@@ -268,22 +268,18 @@ static inline void *uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, in
 /* page_frag head of exactly size bytes (head_frag = 1). */
 __hidden void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
 
-/* Free a head; @end is the skb's end offset (it names the size class). */
-static inline void uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int end,
-				  bool head_frag)
+/* Free a head; @cls is skb->head_class (1 + size class, 0: page_frag or block). */
+static inline void uskb_head_free(struct uskb_tls *t, unsigned char *head, unsigned int cls)
 {
-	/* a class object's size is end + shared info, exactly */
-	int c = uskb_head_class(end + USKB_SHINFO_SIZE);
-
 	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
 	/* likely: kmalloc heads of a class; page_frag and block heads drop a page ref */
-	if (uskb_likely(!head_frag && c >= 0)) {
-		struct uskb_head_cache *hc = &t->heads[c];
+	if (uskb_likely(cls)) {
+		struct uskb_head_cache *hc = &t->heads[cls - 1];
 
 		/* unlikely: a full cache hands half to the depot */
 		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE))
-			__uskb_head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
-		uskb_mem_cached(head, uskb_head_class_size(c));
+			__uskb_head_flush(t, (int)cls - 1, USKB_HEAD_CACHE_SIZE / 2);
+		uskb_mem_cached(head, uskb_head_class_size((int)cls - 1));
 		hc->obj[hc->n++] = head;
 		return;
 	}

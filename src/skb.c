@@ -53,8 +53,9 @@ static void init_shinfo(struct uskb_shared_info *shinfo)
 }
 
 /* __build_skb_around(): set up a zeroed shell around head @data. */
-static void build_around(struct uskb *skb, unsigned char *data, unsigned int size,
-			 int owner, bool head_frag)
+static inline __attribute__((always_inline)) void
+build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
+	     bool head_frag, unsigned int head_class)
 {
 	zero_prefix(skb, offsetof(struct uskb, tail));
 	skb->truesize = USKB_TRUESIZE(size);
@@ -64,6 +65,7 @@ static void build_around(struct uskb *skb, unsigned char *data, unsigned int siz
 	skb->tail = 0;
 	skb->end = size;
 	skb->head_frag = head_frag;
+	skb->head_class = (uint8_t)head_class;
 	skb->mac_header = USKB_HEADER_UNSET;
 	skb->transport_header = USKB_HEADER_UNSET;
 	skb->alloc_cpu = owner;
@@ -99,7 +101,6 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		return NULL;
 	}
 	size = USKB_DATA_ALIGN(size);
-	uskb_defer_check(t);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb = alloc_fclone_shell(t);
 	else
@@ -131,10 +132,62 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		errno = err;
 		return NULL;
 	}
-	build_around(skb, data, size, t->id, head_frag);
+	build_around(skb, data, size, t->id, head_frag,
+		     head_frag ? 0 : (unsigned int)(uskb_head_class(total) + 1));
 	if (flags & USKB_ALLOC_FCLONE)
 		skb->fclone = USKB_FCLONE_ORIG;
 	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], 1);
+	return skb;
+}
+
+/*
+ * The common allocation: a plain shell and a head of size class @c, both
+ * from this thread's caches (counters are the caller's). NULL if memory
+ * ran out.
+ */
+static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct uskb_tls *t,
+									  int c)
+{
+	struct uskb_head_cache *hc = &t->heads[c];
+	unsigned int csz = uskb_head_class_size(c);
+	struct uskb *skb;
+	unsigned char *data;
+
+	/* likely: caches refill in bulk */
+	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t);
+	if (uskb_unlikely(!skb))
+		return NULL;
+	data = uskb_likely(hc->n) ? hc->obj[--hc->n] : __uskb_head_refill(t, c);
+	if (uskb_unlikely(!data)) {
+		uskb_mem_handed_out(skb, sizeof(*skb));
+		uskb_shell_put(t, skb);
+		return NULL;
+	}
+	uskb_mem_handed_out(skb, sizeof(*skb));
+	uskb_mem_handed_out(data, csz);
+	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
+	return skb;
+}
+
+struct uskb *uskb_alloc(unsigned int size)
+{
+	struct uskb_tls *t = uskb_tls();
+	struct uskb *skb;
+	int c;
+
+	/* unlikely: oversized requests and heads beyond the classes take the general path */
+	if (uskb_unlikely(size > (1u << 30)))
+		return __uskb_alloc(size, 0, USKB_NO_NODE);
+	c = uskb_head_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
+	if (uskb_unlikely(c < 0))
+		return __uskb_alloc(size, 0, USKB_NO_NODE);
+	skb = alloc_in_class(t, c);
+	if (uskb_unlikely(!skb)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
 	return skb;
 }
 
@@ -173,14 +226,15 @@ static inline bool skb_unref(struct uskb *skb)
 
 static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, struct uskb *skb)
 {
-	uskb_head_free(t, skb->head, skb->end, skb->head_frag);
+	uskb_head_free(t, skb->head, skb->head_class);
 }
 
 /*
  * skb_release_data(): drop this skb's reference to the data; the last one
  * releases frags, frag_list and the head.
  */
-static void release_data(struct uskb_tls *t, struct uskb *skb)
+static inline __attribute__((always_inline)) void release_data(struct uskb_tls *t,
+								struct uskb *skb)
 {
 	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
 	int i;
@@ -253,6 +307,17 @@ static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 }
 
 /*
+ * skb_zcopy(): the shared info carries a zero-copy ubuf. The skb's own hint
+ * answers without touching the shared info (another cache line, written by
+ * the owner) for the ordinary skb.
+ */
+static inline bool is_zcopy(const struct uskb *skb)
+{
+	return skb->zcopy_hint && skb->head &&
+	       (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
+}
+
+/*
  * skb_attempt_defer_free() for an skb whose last user is gone and whose
  * owner is another thread: push it onto the owner's defer list. False when
  * it must be freed here instead (fclone, zero-copy, no live owner, cap).
@@ -264,8 +329,7 @@ static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 	struct uskb *head;
 	long n;
 
-	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !max ||
-	    (skb->head && (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE)) ||
+	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !max || is_zcopy(skb) ||
 	    skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
 		goto direct;
 	o = __uskb_owner_tab[skb->alloc_cpu];
@@ -337,19 +401,38 @@ void uskb_attempt_defer_free(struct uskb *skb)
 
 int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 {
+	struct uskb_tls *t = uskb_tls();
 	unsigned int i;
+	int c;
 
-	for (i = 0; i < n; i++) {
-		skbs[i] = uskb_alloc(size);
-		if (uskb_unlikely(!skbs[i])) {
-			int err = -errno;
-
-			while (i--)
-				uskb_free(skbs[i]);
-			return err;
+	if (uskb_unlikely(size > (1u << 30)))
+		return -EINVAL;
+	c = uskb_head_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
+	/* unlikely: heads too big for a class go one by one */
+	if (uskb_unlikely(c < 0)) {
+		for (i = 0; i < n; i++) {
+			skbs[i] = uskb_alloc(size);
+			if (uskb_unlikely(!skbs[i]))
+				goto fail;
 		}
+		return 0;
 	}
+	/* one class, one thread: the per-skb work is two pops and the init */
+	for (i = 0; i < n; i++) {
+		skbs[i] = alloc_in_class(t, c);
+		if (uskb_unlikely(!skbs[i]))
+			goto fail_counted;
+	}
+	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], n);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], n);
 	return 0;
+fail_counted:
+	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], i);
+	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], i);
+fail:
+	while (i--)
+		uskb_free(skbs[i]);
+	return -ENOMEM;
 }
 
 /* A chain of deferred skbs for one owner, pushed with one exchange. */
@@ -420,8 +503,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		/* gather per owner; the rare cases take the single path */
 		o = skb->alloc_cpu >= 0 && skb->alloc_cpu < USKB_MAX_OWNERS ?
 			    __uskb_owner_tab[skb->alloc_cpu] : NULL;
-		if (!o || skb->fclone != USKB_FCLONE_UNAVAILABLE ||
-		    (skb->head && (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE))) {
+		if (!o || skb->fclone != USKB_FCLONE_UNAVAILABLE || is_zcopy(skb)) {
 			if (!defer_to_owner(t, skb))
 				free_local(t, skb);
 			continue;
@@ -556,6 +638,8 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->pfmemalloc = skb->pfmemalloc;
 	n->pp_recycle = skb->pp_recycle;
 	n->head_frag = skb->head_frag;
+	n->head_class = skb->head_class;
+	n->zcopy_hint = skb->zcopy_hint;
 	n->destructor = NULL;
 	n->alloc_cpu = uskb_tls()->id;
 	n->tail = skb->tail;
@@ -703,6 +787,7 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 	data_off = (unsigned int)(skb->data - skb->head);
 	skb->head = data;
 	skb->head_frag = 0;
+	skb->head_class = (uint8_t)(uskb_head_class(size + USKB_SHINFO_SIZE) + 1);
 	skb->data = data + nhead + data_off;
 	skb->end = size;
 	skb->tail += (uint32_t)nhead;

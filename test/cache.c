@@ -90,7 +90,7 @@ static void *owner_thread(void *arg)
 	}
 	pthread_barrier_wait(&bar); /* hand them over */
 	pthread_barrier_wait(&bar); /* the main thread freed them all */
-	/* the list passed half of defer_max: we were kicked */
+	/* the list passed half of defer_max: we were kicked (no allocation ran yet) */
 	if (poll(&pfd, 1, 5000) != 1)
 		abort();
 	*drained = uskb_cache_drain();
@@ -126,8 +126,50 @@ static void test_defer(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/* an owner that keeps allocating takes its deferred skbs back on a cache miss */
+static struct uskb *few[40];
+
+static void *alloc_again(void *arg)
+{
+	struct uskb_stats *out = arg;
+	struct uskb *v[200];
+	int i;
+
+	for (i = 0; i < 40; i++)
+		few[i] = uskb_alloc(100);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main freed them: 40 on our list */
+	for (i = 0; i < 200; i++) /* runs the shell cache dry at least once */
+		v[i] = uskb_alloc(100);
+	out->sz = sizeof(*out);
+	uskb_stats_get(out);
+	for (i = 0; i < 200; i++)
+		uskb_free(v[i]);
+	return NULL;
+}
+
+static void test_drain_on_miss(void)
+{
+	struct uskb_stats a, b = { 0 };
+	pthread_t th;
+	int i;
+
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, alloc_again, &b);
+	pthread_barrier_wait(&bar);
+	a = stats();
+	for (i = 0; i < 40; i++)
+		uskb_free(few[i]);
+	CHECK_EQ(stats().defer_pending, 40);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	CHECK_EQ(b.drained - a.drained, 40);
+	CHECK_EQ(b.defer_pending, 0);
+	pthread_barrier_destroy(&bar);
+}
+
 /* fclones are never deferred; a dead owner's skbs are freed directly */
-static struct uskb *fc_skb, *orphan;
+static struct uskb *fc_skb, *orphan, *zc_skb;
 
 static void *alloc_and_exit(void *arg)
 {
@@ -135,6 +177,18 @@ static void *alloc_and_exit(void *arg)
 	fc_skb = uskb_alloc_fclone(100);
 	orphan = uskb_alloc(100);
 	return NULL; /* exits: its caches go back, its skbs live on */
+}
+
+static void *alloc_zcopy(void *arg)
+{
+	(void)arg;
+	zc_skb = uskb_alloc(100);
+	/* as the zero-copy layer marks an skb carrying user memory */
+	uskb_shinfo(zc_skb)->flags |= USKB_SKBFL_ZEROCOPY_ENABLE;
+	zc_skb->zcopy_hint = 1;
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	return NULL;
 }
 
 static void test_direct(void)
@@ -151,6 +205,18 @@ static void test_direct(void)
 	b = stats();
 	CHECK_EQ(b.direct_frees - a.direct_frees, 2);
 	CHECK_EQ(b.deferred, a.deferred);
+	/* zero-copy skbs are freed at once: their owner waits for the notification */
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, alloc_zcopy, NULL);
+	pthread_barrier_wait(&bar);
+	a = stats();
+	uskb_free(zc_skb);
+	b = stats();
+	CHECK_EQ(b.direct_frees - a.direct_frees, 1);
+	CHECK_EQ(b.deferred, a.deferred);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&bar);
 }
 
 /* ---- bulk ---- */
@@ -309,6 +375,7 @@ int main(void)
 	test_opts();
 	test_hits();
 	test_defer();
+	test_drain_on_miss();
 	test_direct();
 	test_bulk();
 	test_producer_consumer();

@@ -15,8 +15,9 @@
  * - on the owning thread, the shell and head go straight back to its cache;
  * - on another thread, the skb is pushed onto the owner's lock-free defer
  *   list (at most defer_max pending), and the owner frees it into its own
- *   cache at its next allocation; past the cap, or for fclones and
- *   zero-copy skbs, the freeing thread frees it itself ("direct").
+ *   cache the next time its shell cache runs empty (or on
+ *   uskb_cache_drain()); past the cap, or for fclones and zero-copy skbs,
+ *   the freeing thread frees it itself ("direct").
  * A thread that exits returns its cached objects to the global pools; skbs
  * it allocated may still be freed later by anyone.
  */
@@ -69,7 +70,8 @@ USKB_API int uskb_cache_eventfd(void);
 
 /**
  * Free every skb other threads deferred to the calling thread, and reset
- * its eventfd. Allocation does this by itself. Returns how many were freed.
+ * its eventfd. Allocation does this by itself whenever the thread's shell
+ * cache runs empty. Returns how many were freed.
  */
 USKB_API unsigned int uskb_cache_drain(void);
 

@@ -134,8 +134,9 @@ struct uskb {
 	uint16_t hdr_len;
 	uint16_t queue_mapping;
 	uint8_t cloned : 1, nohdr : 1, fclone : 2, head_frag : 1, pfmemalloc : 1,
-		pp_recycle : 1;
-	uint8_t __flags_pad;
+		pp_recycle : 1,
+		zcopy_hint : 1; /* uskb: may carry a zero-copy ubuf; 0 means certainly not */
+	uint8_t head_class; /**< uskb: 1 + size class of a kmalloc-style head; 0 otherwise */
 	int32_t alloc_cpu; /**< id of the thread cache the shell came from */
 	/* the headers group, copied as one block by __copy_skb_header */
 	union {
@@ -416,11 +417,8 @@ enum {
 USKB_API struct uskb *__uskb_alloc(unsigned int size, unsigned int flags,
 				   int node);
 
-/** alloc_skb(size). */
-USKB_INLINE struct uskb *uskb_alloc(unsigned int size)
-{
-	return __uskb_alloc(size, 0, USKB_NO_NODE);
-}
+/** alloc_skb(size): as __uskb_alloc(size, 0, USKB_NO_NODE), on a shorter path. */
+USKB_API struct uskb *uskb_alloc(unsigned int size);
 
 /** alloc_skb_fclone(size): clone will use the companion shell. */
 USKB_INLINE struct uskb *uskb_alloc_fclone(unsigned int size)

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread caches and deferred free (issue: caches):
+ *  1. same-thread alloc+free, one at a time and in bursts of 32 (uskb, malloc)
+ *  2. producer/consumer across two threads, burst 32, in Mops/s: uskb with
+ *     the defer list (default), uskb with every free going to the shared
+ *     locked pool (cache and deferral off), malloc
+ *  3. same-thread free into the local cache vs the direct path (cache off)
+ * Prints "name value" lines (ns/op, or mops for Mops/s); bench/run tables them.
+ */
+#include <pthread.h>
+#include <uskb/uskb.h>
+#include "bench.h"
+#include "spsc.h"
+
+#define N 2000000L
+#define BURST 32
+#define PC_TOTAL 4000000L
+
+static void set_cache(unsigned int size, unsigned int defer_max)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) };
+
+	uskb_cache_get_opts(&o);
+	o.cache_size = size;
+	if (size) {
+		o.bulk = 16;
+		o.flush = 32;
+	}
+	o.defer_max = defer_max;
+	if (uskb_cache_set_opts(&o))
+		abort();
+	uskb_thread_flush();
+}
+
+/* ---- producer / consumer ---- */
+
+enum pc_kind { PC_USKB, PC_MALLOC };
+
+static struct spsc ring;
+static enum pc_kind pc_kind;
+
+static void *pc_consumer(void *arg)
+{
+	void *v[BURST];
+	long got = 0;
+
+	(void)arg;
+	while (got < PC_TOTAL) {
+		unsigned int n = spsc_pop(&ring, v, BURST), i;
+
+		if (!n)
+			continue;
+		if (pc_kind == PC_USKB) {
+			uskb_free_bulk((struct uskb **)v, n);
+		} else {
+			for (i = 0; i < n; i++) {
+				free(((void **)v[i])[0]);
+				free(v[i]);
+			}
+		}
+		got += n;
+	}
+	uskb_thread_flush();
+	return NULL;
+}
+
+static double pc_run(enum pc_kind kind)
+{
+	void *v[BURST];
+	pthread_t th;
+	long sent = 0;
+	double t0;
+	unsigned int i;
+
+	pc_kind = kind;
+	atomic_store(&ring.head, 0);
+	atomic_store(&ring.tail, 0);
+	pthread_create(&th, NULL, pc_consumer, NULL);
+	t0 = bench_now_ns();
+	while (sent < PC_TOTAL) {
+		unsigned int k = 0;
+
+		if (kind == PC_USKB) {
+			if (uskb_alloc_bulk((struct uskb **)v, BURST, 256))
+				abort();
+		} else {
+			for (i = 0; i < BURST; i++) {
+				void **s = malloc(sizeof(struct uskb));
+
+				s[0] = malloc(256 + 320);
+				v[i] = s;
+			}
+		}
+		while (k < BURST)
+			k += spsc_push(&ring, v + k, BURST - k);
+		sent += BURST;
+	}
+	pthread_join(th, NULL);
+	t0 = bench_now_ns() - t0;
+	uskb_thread_flush();
+	return (double)PC_TOTAL / t0 * 1e3; /* Mops/s */
+}
+
+static void pc_bench(const char *name, enum pc_kind kind)
+{
+	double r[5];
+	int k;
+
+	pc_run(kind); /* warm-up */
+	for (k = 0; k < 5; k++)
+		r[k] = pc_run(kind);
+	qsort(r, 5, sizeof(double), bench_cmp);
+	printf("%s %.2f\n", name, r[2]);
+	fflush(stdout);
+}
+
+int main(void)
+{
+	struct uskb *v[BURST];
+	long i;
+	int j;
+
+	/* 1. same thread */
+	BENCH("st1.malloc", N, for (i = 0; i < N; i++) {
+		void *s = malloc(sizeof(struct uskb));
+		void *h = malloc(256 + 320);
+		bench_sink += (unsigned long)s ^ (unsigned long)h;
+		free(h);
+		free(s);
+	});
+	BENCH("st1.uskb", N, for (i = 0; i < N; i++) {
+		struct uskb *skb = uskb_alloc(256);
+		bench_sink += skb->end;
+		uskb_free(skb);
+	});
+	BENCH("st32.malloc", N, for (i = 0; i < N / BURST; i++) {
+		void *s[BURST], *h[BURST];
+		for (j = 0; j < BURST; j++) {
+			s[j] = malloc(sizeof(struct uskb));
+			h[j] = malloc(256 + 320);
+		}
+		for (j = 0; j < BURST; j++) {
+			free(h[j]);
+			free(s[j]);
+		}
+	});
+	BENCH("st32.uskb", N, for (i = 0; i < N / BURST; i++) {
+		if (uskb_alloc_bulk(v, BURST, 256))
+			abort();
+		bench_sink += v[0]->end;
+		uskb_free_bulk(v, BURST);
+	});
+
+	/* 3. the seed's comparison: local cache vs direct (cache off) */
+	set_cache(0, 128);
+	BENCH("st1.uskb_nocache", N, for (i = 0; i < N; i++) {
+		struct uskb *skb = uskb_alloc(256);
+		bench_sink += skb->end;
+		uskb_free(skb);
+	});
+	set_cache(64, 128);
+
+	/* 2. across threads */
+	pc_bench("pc.uskb_defer", PC_USKB);
+	set_cache(0, 0);
+	pc_bench("pc.uskb_locked_pool", PC_USKB);
+	set_cache(64, 128);
+	pc_bench("pc.malloc", PC_MALLOC);
+	uskb_thread_flush();
+	return uskb_stats_all_freed() ? 0 : 1;
+}
