@@ -300,6 +300,21 @@ struct pp_tcache {
 };
 
 static __thread struct pp_tcache pp_tc[PP_TCACHES];
+static pthread_key_t pp_key;
+static pthread_once_t pp_once = PTHREAD_ONCE_INIT;
+
+/* A thread that cached pool pages gives them back when it exits. */
+static void pp_thread_exit(void *arg)
+{
+	(void)arg;
+	__uskb_page_thread_flush();
+}
+
+static void pp_key_init(void)
+{
+	if (pthread_key_create(&pp_key, pp_thread_exit))
+		uskb_bug("page_pool", NULL, "pthread_key_create failed");
+}
 
 static atomic_llong live_pools;
 static atomic_llong pool_idle;
@@ -359,6 +374,10 @@ static struct pp_tcache *pp_tcache_of(struct uskb_page_pool *pool, bool claim)
 	if (claim)
 		for (i = 0; i < PP_TCACHES; i++)
 			if (!pp_tc[i].pool) {
+				/* the first claim arms this thread's exit hook */
+				pthread_once(&pp_once, pp_key_init);
+				if (!pthread_getspecific(pp_key))
+					pthread_setspecific(pp_key, (void *)1);
 				pp_tc[i].pool = pool;
 				return &pp_tc[i];
 			}

@@ -370,8 +370,55 @@ static void test_producer_consumer(void)
 	CHECK_EQ(st.defer_pending, 0);
 }
 
+/* page pools: a thread keeps the pool pages it frees; they go back when it exits */
+static struct uskb_page_pool *pool;
+static struct uskb_page *pool_pages[10];
+
+static void *pool_user(void *arg)
+{
+	struct uskb_page *p;
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 10; i++)
+		uskb_page_put(pool_pages[i]); /* into this thread's cache */
+	p = uskb_page_pool_alloc(pool); /* served from it, no lock */
+	if (p != pool_pages[9])
+		abort();
+	uskb_page_put(p);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main destroyed the pool meanwhile */
+	return NULL;			/* exit flushes: the pool's last pages go */
+}
+
+static void test_pool_tcache(void)
+{
+	struct uskb_page_pool_opts o = { .sz = sizeof(o), .node = -1, .pool_size = 16 };
+	struct uskb_page_pool_stats ps;
+	pthread_t th;
+	int i;
+
+	pool = uskb_page_pool_create(&o);
+	for (i = 0; i < 10; i++)
+		pool_pages[i] = uskb_page_pool_alloc(pool);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, pool_user, NULL);
+	pthread_barrier_wait(&bar);
+	uskb_page_pool_get_stats(pool, &ps);
+	CHECK_EQ(ps.idle, 10);
+	CHECK_EQ(ps.in_use, 0);
+	CHECK_EQ(ps.alloc_fast, 1);
+	uskb_page_pool_destroy(pool); /* pages in the other thread's cache keep it */
+	CHECK_EQ(stats().pools, 1);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	CHECK_EQ(stats().pools, 0);
+	pthread_barrier_destroy(&bar);
+}
+
 int main(void)
 {
+	test_pool_tcache();
 	test_opts();
 	test_hits();
 	test_defer();
