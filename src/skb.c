@@ -307,6 +307,15 @@ static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 }
 
 /*
+ * A deferred skb is dead to its last user: poison all but the link, which
+ * the pusher and the owner still use.
+ */
+static inline void defer_poison(struct uskb *skb)
+{
+	uskb_mem_cached((char *)skb + sizeof(skb->ll_next), sizeof(*skb) - sizeof(skb->ll_next));
+}
+
+/*
  * skb_zcopy(): the shared info carries a zero-copy ubuf. The skb's own hint
  * answers without touching the shared info (another cache line, written by
  * the owner) for the ordinary skb.
@@ -343,6 +352,7 @@ static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 		atomic_fetch_sub_explicit(&o->defer_count, 1, memory_order_relaxed);
 		goto direct;
 	}
+	defer_poison(skb);
 	head = atomic_load_explicit(&o->defer_head, memory_order_relaxed);
 	do {
 		skb->ll_next = head;
@@ -371,6 +381,8 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 	skb = atomic_exchange_explicit(&o->defer_head, NULL, memory_order_acquire);
 	for (; skb; skb = next, n++) {
 		next = skb->ll_next;
+		uskb_mem_handed_out((char *)skb + sizeof(skb->ll_next),
+				    sizeof(*skb) - sizeof(skb->ll_next));
 		free_local(t, skb);
 	}
 	/*
@@ -457,6 +469,12 @@ static void batch_push(struct uskb_tls *t, struct defer_batch *b)
 		/* take our count back: it must not stay up with nothing on the list */
 		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
 		goto direct;
+	}
+	{
+		struct uskb *skb;
+
+		for (skb = b->first; skb; skb = skb->ll_next)
+			defer_poison(skb);
 	}
 	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
 	do {

@@ -4,6 +4,7 @@
  * or a freed page is caught by ASan (sanitizer builds) or by valgrind
  * (plain builds, when valgrind is installed). Each touch runs in a child.
  */
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "t.h"
@@ -25,6 +26,27 @@ static void touch_freed_skb(void)
 	uskb_put(skb, 10);
 	uskb_free(skb); /* the shell goes back to this thread's cache */
 	sink = skb->len;
+}
+
+static struct uskb *remote;
+
+static void *alloc_remote(void *arg)
+{
+	(void)arg;
+	remote = uskb_alloc(100);
+	uskb_put(remote, 10);
+	return NULL;
+}
+
+/* freed by another thread than its owner: it waits on the owner's defer list */
+static void touch_deferred_skb(void)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, alloc_remote, NULL);
+	pthread_join(th, NULL);
+	uskb_free(remote);
+	sink = remote->len;
 }
 
 static void touch_freed_page(void)
@@ -69,12 +91,14 @@ static int run_child(const char *self, const char *which, int vg, char *out, siz
 int main(int argc, char **argv)
 {
 	static char out[65536];
-	const char *modes[] = { "skb", "page" };
+	const char *modes[] = { "skb", "page", "deferred" };
 	int vg = 0, i, status;
 
 	if (argc > 1) {
 		if (!strcmp(argv[1], "skb"))
 			touch_freed_skb();
+		else if (!strcmp(argv[1], "deferred"))
+			touch_deferred_skb();
 		else
 			touch_freed_page();
 		return 0;
@@ -90,7 +114,7 @@ int main(int argc, char **argv)
 	}
 	vg = 1;
 #endif
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		status = run_child(argv[0], modes[i], vg, out, sizeof(out));
 		if (vg) {
 			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 9);
@@ -99,7 +123,8 @@ int main(int argc, char **argv)
 			CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
 			CHECK(strstr(out, "use-after-poison") != NULL);
 		}
-		printf("use after free of a %s: %s by %s\n", modes[i],
+		printf("use after free of a %s: %s by %s\n",
+		       i == 2 ? "deferred skb (on its owner's list)" : modes[i],
 		       t_failures ? "NOT caught" : "caught", vg ? "valgrind" : "ASan");
 		if (t_failures)
 			fprintf(stderr, "%s\n", out);
