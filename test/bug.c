@@ -144,28 +144,16 @@ static const struct {
 	{ "frag_list of a clone", frag_list_cloned, "cloned" },
 };
 
+static void call_case(void *arg)
+{
+	((misuse_fn)arg)();
+}
+
 static void run_case(int i)
 {
-	int pipefd[2], status;
 	char out[4096];
-	ssize_t n, got = 0;
-	pid_t pid;
+	int status = t_run_child(call_case, (void *)cases[i].fn, out, sizeof(out));
 
-	if (pipe(pipefd))
-		abort();
-	pid = fork();
-	if (pid == 0) {
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		cases[i].fn();
-		_exit(0); /* not reached if the misuse was caught */
-	}
-	close(pipefd[1]);
-	while ((n = read(pipefd[0], out + got, sizeof(out) - 1 - (size_t)got)) > 0)
-		got += n;
-	out[got] = 0;
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT || !strstr(out, "uskb BUG") ||
 	    !strstr(out, cases[i].expect)) {
 		fprintf(stderr, "case '%s': status %#x, report:\n%s\n", cases[i].name, status, out);

@@ -70,4 +70,38 @@ static inline int t_skb_equals(const struct uskb *skb, const void *want, size_t 
 	return ok;
 }
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * Run @fn(@arg) in a child process with its stdout and stderr captured into
+ * @out (NUL-terminated); returns the child's wait status. The child exits
+ * with 0 when @fn returns.
+ */
+static inline int t_run_child(void (*fn)(void *), void *arg, char *out, size_t sz)
+{
+	int pipefd[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		abort();
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		fn(arg);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	while ((n = read(pipefd[0], out + got, sz - 1 - (size_t)got)) > 0)
+		got += n;
+	out[got] = 0;
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
 #endif

@@ -58,34 +58,22 @@ static void touch_freed_page(void)
 	sink = a[100];
 }
 
-/* Run mode @which in a child (under valgrind when @vg); return its output. */
-static int run_child(const char *self, const char *which, int vg, char *out, size_t sz)
-{
-	int pipefd[2], status;
-	ssize_t n, got = 0;
-	pid_t pid;
+struct child {
+	const char *self, *which;
+	int vg;
+};
 
-	if (pipe(pipefd))
-		abort();
-	pid = fork();
-	if (pid == 0) {
-		dup2(pipefd[1], 1);
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		if (vg)
-			execlp("valgrind", "valgrind", "--error-exitcode=9", "-q", self, which,
-			       (char *)NULL);
-		else
-			execl(self, self, which, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	while ((n = read(pipefd[0], out + got, sz - 1 - (size_t)got)) > 0)
-		got += n;
-	out[got] = 0;
-	close(pipefd[0]);
-	waitpid(pid, &status, 0);
-	return status;
+/* Re-run this program in mode @which (under valgrind when asked). */
+static void exec_mode(void *arg)
+{
+	struct child *c = arg;
+
+	if (c->vg)
+		execlp("valgrind", "valgrind", "--error-exitcode=9", "-q", c->self, c->which,
+		       (char *)NULL);
+	else
+		execl(c->self, c->self, c->which, (char *)NULL);
+	_exit(127);
 }
 
 int main(int argc, char **argv)
@@ -115,7 +103,9 @@ int main(int argc, char **argv)
 	vg = 1;
 #endif
 	for (i = 0; i < 3; i++) {
-		status = run_child(argv[0], modes[i], vg, out, sizeof(out));
+		struct child c = { argv[0], modes[i], vg };
+
+		status = t_run_child(exec_mode, &c, out, sizeof(out));
 		if (vg) {
 			CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 9);
 			CHECK(strstr(out, "Invalid read") != NULL);
