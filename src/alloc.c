@@ -117,6 +117,7 @@ static void fold_all(struct uskb_tcounters *dst, struct uskb_tcounters *src)
 static void flush_caches(struct uskb_tls *t)
 {
 	__uskb_defer_drain(t, t);
+	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
 	__uskb_heads_flush(t);
 	uskb_page_frag_cache_drain(&t->frag);
@@ -160,6 +161,7 @@ void uskb_thread_flush(void)
 		__uskb_defer_drain(t, d);
 	pthread_mutex_unlock(&reg.lock);
 	/* the drains refilled our caches: give those back too */
+	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
 	__uskb_heads_flush(t);
 }
@@ -441,6 +443,29 @@ void __uskb_head_flush(struct uskb_tls *t, int c, unsigned int keep)
 	if (!depot_push(c, hc->obj + keep, hc->n - keep))
 		hc->n = keep;
 	pthread_mutex_unlock(&depot.lock);
+}
+
+/* Split the ready pairs back into shells and heads (both stay cached). */
+void __uskb_ready_flush(struct uskb_tls *t)
+{
+	int c;
+
+	for (c = 0; c < USKB_HEAD_CLASSES; c++) {
+		struct uskb_ready *r = &t->ready[c];
+		struct uskb_head_cache *hc = &t->heads[c];
+
+		while (r->n) {
+			struct uskb *skb = r->skb[--r->n];
+			unsigned char *head;
+
+			uskb_mem_handed_out(skb, sizeof(*skb));
+			head = skb->head;
+			if (hc->n == USKB_HEAD_CACHE_SIZE)
+				__uskb_head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
+			hc->obj[hc->n++] = head; /* still poisoned from the ready list */
+			uskb_shell_put(t, skb);
+		}
+	}
 }
 
 void __uskb_heads_flush(struct uskb_tls *t)

@@ -130,6 +130,19 @@ struct uskb_head_cache {
 };
 
 /*
+ * Freed skbs that keep their kmalloc-class head attached: the next
+ * allocation of that class takes shell and head in one pop (an mbuf-like
+ * pair). Both are free from the library's point of view (counted freed,
+ * poisoned); a flush splits them back into the shell and head caches.
+ */
+#define USKB_READY_SIZE 64
+
+struct uskb_ready {
+	unsigned int n;
+	struct uskb *skb[USKB_READY_SIZE];
+};
+
+/*
  * One per thread; also the "owner" other threads defer skbs to. Slots are
  * never freed: an exiting thread marks its slot dead and a new thread
  * adopts it, so a late push from another thread never hits freed memory.
@@ -148,6 +161,7 @@ struct uskb_tls {
 	struct uskb_page_frag_cache frag;
 	struct uskb_tcounters c;
 	struct uskb_head_cache heads[USKB_HEAD_CLASSES];
+	struct uskb_ready ready[USKB_HEAD_CLASSES];
 };
 
 #define USKB_MAX_OWNERS 4096
@@ -242,6 +256,7 @@ __hidden void *__uskb_head_refill(struct uskb_tls *t, int c);
 __hidden void __uskb_head_flush(struct uskb_tls *t, int c, unsigned int keep);
 __hidden void *__uskb_kmalloc_head_slow(struct uskb_tls *t, unsigned int *size, int node);
 __hidden void __uskb_heads_flush(struct uskb_tls *t);
+__hidden void __uskb_ready_flush(struct uskb_tls *t);
 
 /*
  * kmalloc-style head of at least *size bytes (shared info included); *size

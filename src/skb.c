@@ -64,7 +64,13 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 	skb->data = data;
 	skb->tail = 0;
 	skb->end = size;
-	skb->head_frag = head_frag;
+	/*
+	 * The flag byte was just zeroed by 16-byte stores: a bitfield
+	 * read-modify-write now would stall on store forwarding, so only
+	 * set the bit when there is one to set.
+	 */
+	if (head_frag)
+		skb->head_frag = 1;
 	skb->head_class = (uint8_t)head_class;
 	skb->mac_header = USKB_HEADER_UNSET;
 	skb->transport_header = USKB_HEADER_UNSET;
@@ -149,11 +155,19 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 									  int c)
 {
 	struct uskb_head_cache *hc = &t->heads[c];
+	struct uskb_ready *r = &t->ready[c];
 	unsigned int csz = uskb_head_class_size(c);
 	struct uskb *skb;
 	unsigned char *data;
 
-	/* likely: caches refill in bulk */
+	/* likely: a pair freed on this thread, shell and head together */
+	if (uskb_likely(r->n)) {
+		skb = r->skb[--r->n];
+		uskb_mem_handed_out(skb, sizeof(*skb));
+		data = skb->head;
+		goto init;
+	}
+	/* caches refill in bulk */
 	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t);
 	if (uskb_unlikely(!skb))
 		return NULL;
@@ -164,6 +178,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 		return NULL;
 	}
 	uskb_mem_handed_out(skb, sizeof(*skb));
+init:
 	uskb_mem_handed_out(data, csz);
 	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
 	return skb;
@@ -233,27 +248,37 @@ static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, 
  * skb_release_data(): drop this skb's reference to the data; the last one
  * releases frags, frag_list and the head.
  */
-static inline __attribute__((always_inline)) void release_data(struct uskb_tls *t,
-								struct uskb *skb)
+/*
+ * skb_release_data() without the head: drop this skb's data reference;
+ * on the last one release frags and frag_list and return true — the head
+ * is then the caller's to free.
+ */
+static inline __attribute__((always_inline)) bool release_data_refs(struct uskb *skb)
 {
 	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
 	int i;
 
+	skb->pp_recycle = 0;
 	if (skb->cloned) {
 		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
 
 		/* acq_rel: the last reference must see all others' frag writes */
 		if (atomic_fetch_sub_explicit(&shinfo->dataref, d, memory_order_acq_rel) != d)
-			goto out;
+			return false;
 	}
 	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
 		for (i = 0; i < shinfo->nr_frags; i++)
 			uskb_page_put(shinfo->frags[i].page);
 	if (shinfo->frag_list)
 		uskb_free_list(shinfo->frag_list);
-	free_head(t, skb);
-out:
-	skb->pp_recycle = 0;
+	return true;
+}
+
+/* skb_release_data(). */
+static inline void release_data(struct uskb_tls *t, struct uskb *skb)
+{
+	if (release_data_refs(skb))
+		free_head(t, skb);
 }
 
 /* skb_release_head_state(). */
@@ -301,8 +326,25 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 							     struct uskb *skb)
 {
-	if (uskb_likely(skb->head))
-		release_data(t, skb);
+	if (uskb_likely(skb->head) && release_data_refs(skb)) {
+		unsigned int cls = skb->head_class;
+
+		/* likely: a plain skb with a class head: keep the pair for the next alloc */
+		if (uskb_likely(cls && skb->fclone == USKB_FCLONE_UNAVAILABLE &&
+				t->ready[cls - 1].n < USKB_READY_SIZE &&
+				uskb_cfg(&__uskb_cfg.cache_size))) {
+			struct uskb_ready *r = &t->ready[cls - 1];
+
+			uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
+			uskb_tcount_add(&t->c.v[USKB_TC_SKB_FREE], 1);
+			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+			uskb_mem_cached(skb->head, uskb_head_class_size((int)cls - 1));
+			uskb_mem_cached(skb, sizeof(*skb));
+			r->skb[r->n++] = skb;
+			return;
+		}
+		free_head(t, skb);
+	}
 	free_shell(t, skb);
 }
 
