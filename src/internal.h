@@ -221,6 +221,8 @@ static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 
 __hidden void __uskb_tls_release(struct uskb_tls *t);
 __hidden void __uskb_defer_kick(struct uskb_tls *o);
+/* skb.c: unclone without orphaning the frags (for uskb_copy_ubufs) */
+__hidden int __uskb_unclone_keep_frags(struct uskb *skb);
 /* page.c: return the calling thread's page-pool caches */
 __hidden void __uskb_page_thread_flush(void);
 /* skb.c: free what other threads deferred to @o, into @t's caches */

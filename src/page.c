@@ -177,8 +177,9 @@ static void pool_recycle(struct uskb_page *page);
 
 void __uskb_page_free(struct uskb_page *page)
 {
-	if (uskb_unlikely(page->flags & USKB_PG_ZERO))
-		uskb_bug("page_put", NULL, "dropped the base reference of the zero page %p",
+	if (uskb_unlikely(page->flags & (USKB_PG_ZERO | USKB_PG_EXTERNAL)))
+		uskb_bug("page_put", NULL, "dropped the base reference of %s %p",
+			 (page->flags & USKB_PG_ZERO) ? "the zero page" : "user memory",
 			 page->addr);
 	if (page->pp)
 		pool_recycle(page);

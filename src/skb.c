@@ -269,6 +269,13 @@ static inline __attribute__((always_inline)) bool release_data_refs(struct uskb 
 	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
 		for (i = 0; i < shinfo->nr_frags; i++)
 			uskb_page_put(shinfo->frags[i].page);
+	/*
+	 * unlikely: user memory in the frags. Its owner hears now, exactly
+	 * once — after the frags let go (the kernel completes first; here the
+	 * completion frees the descriptors the frags point to).
+	 */
+	if (uskb_unlikely(shinfo->flags & USKB_SKBFL_ZEROCOPY_ENABLE))
+		uskb_zcopy_clear(skb, true);
 	if (shinfo->frag_list)
 		uskb_free_list(shinfo->frag_list);
 	return true;
@@ -670,6 +677,12 @@ struct uskb *uskb_clone(struct uskb *skb)
 	struct uskb_fclones *fc = (struct uskb_fclones *)skb;
 	struct uskb *n;
 
+	/* a clone may be held (a tap): user memory is copied out first */
+	if (uskb_unlikely(uskb_orphan_frags(skb))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
 	if (skb->fclone == USKB_FCLONE_ORIG &&
 	    atomic_load_explicit(&fc->fclone_ref, memory_order_acquire) == 1) {
 		n = &fc->skb2;
@@ -760,6 +773,12 @@ struct uskb *__uskb_pskb_copy(struct uskb *skb, int headroom)
 	n->len = skb->len;
 	nsh = uskb_shinfo(n);
 	if (shinfo->nr_frags) {
+		if (uskb_orphan_frags(skb) || uskb_zerocopy_clone(n, skb)) {
+			uskb_free(n);
+			errno = ENOMEM;
+			return NULL;
+		}
+		shinfo = uskb_shinfo(skb); /* orphaning may have moved the head */
 		for (i = 0; i < shinfo->nr_frags; i++) {
 			nsh->frags[i] = shinfo->frags[i];
 			uskb_frag_ref(skb, i);
@@ -780,22 +799,6 @@ struct uskb *uskb_pskb_copy(struct uskb *skb)
 	return __uskb_pskb_copy(skb, (int)uskb_headroom(skb));
 }
 
-/*
- * skb_zcopy_downgrade_managed(): before frags are shared or moved, give
- * the skb page references of its own, so ordinary ref/unref rules apply.
- */
-static void downgrade_managed(struct uskb *skb)
-{
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
-	int i;
-
-	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
-		return;
-	for (i = 0; i < shinfo->nr_frags; i++)
-		uskb_page_get(shinfo->frags[i].page);
-	shinfo->flags &= (uint8_t)~USKB_SKBFL_MANAGED_FRAG_REFS;
-}
-
 /* skb_headers_offset_update(). */
 static void headers_offset_update(struct uskb *skb, int off)
 {
@@ -808,13 +811,23 @@ static void headers_offset_update(struct uskb *skb, int off)
 		skb->mac_header = (uint16_t)(skb->mac_header + off);
 }
 
-int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
+static int expand_head(struct uskb *skb, int nhead, int ntail, bool orphan)
 {
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
-	unsigned int osize = uskb_end_offset(skb), size, data_off;
+	struct uskb_shared_info *shinfo;
+	unsigned int osize, size, data_off;
 	struct uskb_tls *t = uskb_tls();
 	unsigned char *data;
 	int i;
+
+	/*
+	 * A clone must not keep user memory (the kernel orphans after copying
+	 * the shared info; a cloned skb that still needs it cannot exist, so
+	 * doing it first changes nothing but the order).
+	 */
+	if (orphan && uskb_cloned(skb) && uskb_orphan_frags(skb))
+		return -ENOMEM;
+	shinfo = uskb_shinfo(skb);
+	osize = uskb_end_offset(skb);
 
 	if (uskb_unlikely(nhead < 0 || ntail < 0))
 		uskb_bug("expand_head", skb, "negative growth nhead=%d ntail=%d", nhead, ntail);
@@ -823,7 +836,7 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 	if (uskb_unlikely((uint64_t)osize + (unsigned int)nhead + (unsigned int)ntail >
 			  (1u << 30)))
 		return -ENOMEM;
-	downgrade_managed(skb);
+	uskb_zcopy_downgrade_managed(skb);
 	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail) +
 	       USKB_SHINFO_SIZE;
 	data = uskb_kmalloc_head(t, &size, USKB_NO_NODE);
@@ -836,6 +849,8 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 		       shinfo->nr_frags * sizeof(uskb_frag_t));
 	if (uskb_cloned(skb)) {
 		/* the old data stays with the other clones: take our own refs */
+		if (uskb_zcopy(skb))
+			uskb_zcopy_get(uskb_zcopy(skb));
 		for (i = 0; i < shinfo->nr_frags; i++)
 			uskb_frag_ref(skb, i);
 		if (shinfo->frag_list)
@@ -859,6 +874,16 @@ int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
 	if (!skb->sk)
 		skb->truesize += size - osize;
 	return 0;
+}
+
+int uskb_expand_head(struct uskb *skb, int nhead, int ntail)
+{
+	return expand_head(skb, nhead, ntail, true);
+}
+
+int __uskb_unclone_keep_frags(struct uskb *skb)
+{
+	return uskb_cloned(skb) ? expand_head(skb, 0, 0, false) : 0;
 }
 
 static int __cow(struct uskb *skb, unsigned int headroom, bool cloned)
@@ -1023,6 +1048,9 @@ pull_pages:
 end:
 	skb->tail += (uint32_t)delta;
 	skb->data_len -= (unsigned int)delta;
+	/* all user bytes now live in our head: the owner hears "copied" */
+	if (!skb->data_len)
+		uskb_zcopy_clear(skb, false);
 	return uskb_tail_pointer(skb);
 }
 
@@ -1342,9 +1370,10 @@ void uskb_split(struct uskb *skb, struct uskb *skb1, uint32_t len)
 	if (uskb_unlikely(skb1->len || uskb_shinfo(skb1)->nr_frags || len > skb->len))
 		uskb_bug("split", skb1, "skb_split into a non-empty skb or past the end (len %u)",
 			 len);
-	downgrade_managed(skb);
+	uskb_zcopy_downgrade_managed(skb);
 	uskb_shinfo(skb1)->flags |= uskb_shinfo(skb)->flags &
 				    (USKB_SKBFL_SHARED_FRAG | USKB_SKBFL_PURE_ZEROCOPY);
+	uskb_zerocopy_clone(skb1, skb); /* skb1 is fresh: cannot fail */
 	if (len < pos)
 		split_inside_header(skb, skb1, len, pos);
 	else

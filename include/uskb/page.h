@@ -31,6 +31,7 @@ enum {
 	USKB_PG_READONLY = 1 << 1, /**< mapped read-only: writes are a bug */
 	USKB_PG_POOL = 1 << 2,     /**< belongs to a uskb_page_pool (pp is set) */
 	USKB_PG_SLAB = 1 << 3,     /**< carved into skb heads (private = size class) */
+	USKB_PG_EXTERNAL = 1 << 4, /**< describes user memory (zero-copy); owned by a ubuf */
 };
 
 struct uskb_page_pool;

@@ -16,5 +16,6 @@
 #include "csum.h"
 #include "stats.h"
 #include "cache.h"
+#include "ubuf.h"
 
 #endif

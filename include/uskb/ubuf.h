@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_UBUF_H
+#define USKB_UBUF_H
+
+/**
+ * @file ubuf.h
+ * Zero-copy user buffers (struct ubuf_info): an application's own memory
+ * travels in skb frags without a copy, and its owner is told exactly once
+ * when no skb references that memory any more — or that it was copied,
+ * when somebody (a clone for a tap, a loop to receive) would have held it
+ * too long. See docs/zerocopy.md for the lifetime rules.
+ *
+ * Reference counting (as the kernel's): each skb shared info that carries
+ * user frags holds one reference on the ubuf, dropped at its last data
+ * reference; the sender holds one more while it builds the skbs and drops
+ * it with uskb_zcopy_put(). **Difference from the kernel:** the library
+ * counts the references and calls ops->complete exactly once, when the count
+ * reaches zero, with success = false if any holder had to copy the data;
+ * the kernel calls ->complete at every drop and leaves counting to it.
+ */
+
+#include <stdatomic.h>
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uskb;
+struct uskb_ubuf;
+
+/** ubuf_info_ops. */
+struct uskb_ubuf_ops {
+	/**
+	 * The last reference is gone. @skb is the skb whose release dropped
+	 * it (NULL when the sender's own reference was last). @success is
+	 * false when the data was copied somewhere on the way (the
+	 * MSG_ZEROCOPY "copied" mark). Runs on whichever thread dropped the
+	 * reference. After it returns the library never touches the user
+	 * memory again.
+	 */
+	void (*complete)(struct uskb *skb, struct uskb_ubuf *uarg, bool success);
+	/** Optional (io_uring): called when an skb takes the ubuf; 0 or -errno. */
+	int (*link_skb)(struct uskb *skb, struct uskb_ubuf *uarg);
+};
+
+/** struct ubuf_info. */
+struct uskb_ubuf {
+	const struct uskb_ubuf_ops *ops;
+	atomic_int refcnt;
+	uint8_t flags;		/**< USKB_SKBFL_* the skbs inherit */
+	atomic_bool copied;	/**< somebody copied the data (success = false) */
+	void *priv;		/**< library-owned (user page descriptors) */
+};
+
+/**
+ * Set up @uarg with one reference (the sender's) and @flags (typically
+ * USKB_SKBFL_ZEROCOPY_FRAG, plus USKB_SKBFL_DONT_ORPHAN for MSG_ZEROCOPY).
+ */
+USKB_API void uskb_ubuf_init(struct uskb_ubuf *uarg, const struct uskb_ubuf_ops *ops,
+			     uint8_t flags);
+
+/** skb_zcopy(): the skb's ubuf, or NULL. */
+USKB_API struct uskb_ubuf *uskb_zcopy(const struct uskb *skb);
+/**
+ * skb_zcopy_init(): attach @uarg to a fresh @skb, moving the caller's
+ * reference into it.
+ */
+USKB_API void uskb_zcopy_init(struct uskb *skb, struct uskb_ubuf *uarg);
+/**
+ * skb_zcopy_set(): attach @uarg to a non-zero-copy @skb. With *have_ref
+ * true the caller's reference moves in (and *have_ref becomes false);
+ * otherwise a new reference is taken. @have_ref may be NULL.
+ */
+USKB_API void uskb_zcopy_set(struct uskb *skb, struct uskb_ubuf *uarg, bool *have_ref);
+/**
+ * skb_zcopy_clear(): drop the skb's ubuf reference (success as given) and
+ * clear the zero-copy flags.
+ */
+USKB_API void uskb_zcopy_clear(struct uskb *skb, bool success);
+/** net_zcopy_get(): one more reference. */
+USKB_API void uskb_zcopy_get(struct uskb_ubuf *uarg);
+/** net_zcopy_put(): drop the sender's reference (success). */
+USKB_API void uskb_zcopy_put(struct uskb_ubuf *uarg);
+/**
+ * net_zcopy_put_abort(): the send failed before any skb took the data;
+ * drop the sender's reference (@have_uref) — for MSG_ZEROCOPY ubufs this
+ * also gives back the notification id (see uskb_zc_sock).
+ */
+USKB_API void uskb_zcopy_put_abort(struct uskb_ubuf *uarg, bool have_uref);
+/**
+ * skb_zerocopy_clone(): let @nskb share @orig's ubuf (a reference more).
+ * If @nskb carries a different ubuf, its data is copied first.
+ * 0 or -EIO (copy failed).
+ */
+USKB_API int uskb_zerocopy_clone(struct uskb *nskb, struct uskb *orig);
+
+/**
+ * skb_copy_ubufs(): copy the user frags into private pages (the smallest
+ * page order whose 17 frags can hold them), release the user frags and
+ * drop the ubuf with success = false. -EINVAL when shared, -ENOMEM.
+ */
+USKB_API int uskb_copy_ubufs(struct uskb *skb);
+/**
+ * skb_orphan_frags(): copy unless DONT_ORPHAN (a MSG_ZEROCOPY send may be
+ * held: its owner waits for the notification). 0 or -errno.
+ */
+USKB_API int uskb_orphan_frags(struct uskb *skb);
+/** skb_orphan_frags_rx(): always copy (the skb may loop to a receiver). */
+USKB_API int uskb_orphan_frags_rx(struct uskb *skb);
+
+/**
+ * skb_zcopy_downgrade_managed(): frags whose references the ubuf owns
+ * (MANAGED_FRAG_REFS) get references of the skb's own.
+ */
+USKB_API void uskb_zcopy_downgrade_managed(struct uskb *skb);
+
+/** Bytes copied into the head before user frags begin (macvtap's GOODCOPY_LEN). */
+#define USKB_ZC_GOODCOPY_LEN 128
+
+struct iovec;
+
+/**
+ * Fill the linear @skb from the user memory in @iov: the first @copy_len
+ * bytes (USKB_ZC_GOODCOPY_LEN is the macvtap default) are copied into the
+ * head, the rest become frags that point straight into the caller's memory
+ * (MANAGED_FRAG_REFS | SHARED_FRAG, no page references, read-only), and the
+ * skb takes a reference on @uarg. When everything fits in @copy_len, or the
+ * rest would need more than 17 frags, everything is copied instead and
+ * @uarg is marked copied (its completion will say success = false).
+ * The caller keeps its own reference and drops it with uskb_zcopy_put().
+ * 0, -EINVAL (skb not linear or already zero-copy), -EMSGSIZE (no room for
+ * the copied part), -ENOMEM; the skb is unchanged on error.
+ */
+USKB_API int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
+				  struct uskb_ubuf *uarg, unsigned int copy_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ubuf layer: zero-copy user buffers in skb frags, their reference
+ * counting and completion, orphaning (copy out), and attaching user memory
+ * from an iovec.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "internal.h"
+
+void uskb_ubuf_init(struct uskb_ubuf *uarg, const struct uskb_ubuf_ops *ops, uint8_t flags)
+{
+	uarg->ops = ops;
+	atomic_init(&uarg->refcnt, 1);
+	uarg->flags = flags;
+	atomic_init(&uarg->copied, false);
+	uarg->priv = NULL;
+}
+
+/* Descriptors for user memory, owned by the ubuf until its completion. */
+struct user_pages {
+	struct user_pages *next;
+	unsigned int n;
+	struct uskb_page pages[];
+};
+
+/* Drop one reference; the last one completes, exactly once. */
+static void ubuf_put(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct user_pages *up, *next;
+	int old;
+
+	if (!success)
+		/* relaxed: the acq_rel decrement below publishes it to the last holder */
+		atomic_store_explicit(&uarg->copied, true, memory_order_relaxed);
+	/* acq_rel: the completion must come after every holder is done with the data */
+	old = atomic_fetch_sub_explicit(&uarg->refcnt, 1, memory_order_acq_rel);
+	if (uskb_likely(old > 1))
+		return;
+	if (uskb_unlikely(old < 1))
+		uskb_bug("zcopy_put", skb, "ubuf %p dropped with refcnt %d", (void *)uarg, old);
+	up = uarg->priv;
+	uarg->priv = NULL;
+	/* the owner may free or reuse uarg in complete(): nothing of it is read after */
+	uarg->ops->complete(skb, uarg,
+			    !atomic_load_explicit(&uarg->copied, memory_order_relaxed));
+	for (; up; up = next) {
+		next = up->next;
+		free(up);
+	}
+}
+
+struct uskb_ubuf *uskb_zcopy(const struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+
+	return (shinfo->flags & USKB_SKBFL_ZEROCOPY_ENABLE) ? shinfo->destructor_arg : NULL;
+}
+
+void uskb_zcopy_init(struct uskb *skb, struct uskb_ubuf *uarg)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+
+	shinfo->destructor_arg = uarg;
+	shinfo->flags |= uarg->flags;
+	skb->zcopy_hint = 1;
+}
+
+void uskb_zcopy_set(struct uskb *skb, struct uskb_ubuf *uarg, bool *have_ref)
+{
+	if (uskb_unlikely(uskb_zcopy(skb)))
+		uskb_bug("zcopy_set", skb, "skb already carries ubuf %p",
+			 (void *)uskb_zcopy(skb));
+	if (have_ref && *have_ref)
+		*have_ref = false;
+	else
+		uskb_zcopy_get(uarg);
+	uskb_zcopy_init(skb, uarg);
+}
+
+void uskb_zcopy_clear(struct uskb *skb, bool success)
+{
+	struct uskb_ubuf *uarg = uskb_zcopy(skb);
+
+	if (!uarg)
+		return;
+	uskb_shinfo(skb)->flags &= (uint8_t)~USKB_SKBFL_ALL_ZEROCOPY;
+	ubuf_put(skb, uarg, success);
+}
+
+void uskb_zcopy_get(struct uskb_ubuf *uarg)
+{
+	/* relaxed: the caller holds a reference already */
+	int old = atomic_fetch_add_explicit(&uarg->refcnt, 1, memory_order_relaxed);
+
+	if (uskb_unlikely(old < 1))
+		uskb_bug("zcopy_get", NULL, "ubuf %p revived from refcnt %d", (void *)uarg, old);
+}
+
+void uskb_zcopy_put(struct uskb_ubuf *uarg)
+{
+	if (uarg)
+		ubuf_put(NULL, uarg, true);
+}
+
+void uskb_zcopy_put_abort(struct uskb_ubuf *uarg, bool have_uref)
+{
+	if (uarg && have_uref)
+		ubuf_put(NULL, uarg, true);
+}
+
+int uskb_zerocopy_clone(struct uskb *nskb, struct uskb *orig)
+{
+	struct uskb_ubuf *uarg = uskb_zcopy(orig);
+
+	if (!uarg)
+		return 0;
+	if (uskb_zcopy(nskb)) {
+		if (uskb_zcopy(nskb) == uarg)
+			return 0;
+		if (uskb_copy_ubufs(nskb))
+			return -EIO;
+	}
+	uskb_zcopy_set(nskb, uarg, NULL);
+	return 0;
+}
+
+void uskb_zcopy_downgrade_managed(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int i;
+
+	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		return;
+	for (i = 0; i < shinfo->nr_frags; i++)
+		uskb_page_get(shinfo->frags[i].page);
+	shinfo->flags &= (uint8_t)~USKB_SKBFL_MANAGED_FRAG_REFS;
+}
+
+int uskb_copy_ubufs(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo;
+	struct uskb_page *page, *head = NULL;
+	unsigned int order = 0, pagelen = 0, new_frags, i, psize, d_off;
+	int num_frags;
+
+	if (uskb_shared(skb) || __uskb_unclone_keep_frags(skb))
+		return -EINVAL;
+	shinfo = uskb_shinfo(skb);
+	num_frags = shinfo->nr_frags;
+	if (!num_frags)
+		goto release;
+	for (i = 0; i < (unsigned int)num_frags; i++)
+		pagelen += shinfo->frags[i].len;
+	/* the smallest order whose 17 frags can hold it */
+	while (((size_t)USKB_PAGE_SIZE << order) * USKB_MAX_SKB_FRAGS < pagelen)
+		order++;
+	if (order > USKB_PAGE_MAX_ORDER)
+		return -ENOMEM;
+	psize = USKB_PAGE_SIZE << order;
+	new_frags = (pagelen + psize - 1) / psize;
+	for (i = 0; i < new_frags; i++) {
+		page = uskb_page_alloc(order);
+		if (!page) {
+			while (head) {
+				struct uskb_page *next = (struct uskb_page *)head->private;
+
+				uskb_page_put(head);
+				head = next;
+			}
+			return -ENOMEM;
+		}
+		page->private = (uintptr_t)head;
+		head = page;
+	}
+	/* copy in order; the chain order of equal pages does not matter */
+	page = head;
+	d_off = 0;
+	for (i = 0; i < (unsigned int)num_frags; i++) {
+		const unsigned char *src = uskb_frag_address(&shinfo->frags[i]);
+		unsigned int len = shinfo->frags[i].len, done = 0;
+
+		while (done < len) {
+			unsigned int copy;
+
+			if (d_off == psize) {
+				d_off = 0;
+				page = (struct uskb_page *)page->private;
+			}
+			copy = psize - d_off < len - done ? psize - d_off : len - done;
+			memcpy((char *)page->addr + d_off, src + done, copy);
+			done += copy;
+			d_off += copy;
+		}
+	}
+	/* let go of the user frags (managed ones hold no reference) */
+	for (i = 0; i < (unsigned int)num_frags; i++)
+		uskb_frag_unref(skb, (int)i);
+	for (i = 0; i < new_frags; i++) {
+		struct uskb_page *next = (struct uskb_page *)head->private;
+
+		head->private = 0;
+		uskb_frag_fill_page_desc(&shinfo->frags[i], head, 0,
+					 (int)(i == new_frags - 1 ? d_off : psize));
+		head = next;
+	}
+	shinfo->nr_frags = (uint8_t)new_frags;
+release:
+	uskb_zcopy_clear(skb, false);
+	return 0;
+}
+
+int uskb_orphan_frags(struct uskb *skb)
+{
+	/* likely: no user memory, or a MSG_ZEROCOPY send its owner waits for */
+	if (uskb_likely(!uskb_zcopy(skb)) ||
+	    (uskb_shinfo(skb)->flags & USKB_SKBFL_DONT_ORPHAN))
+		return 0;
+	return uskb_copy_ubufs(skb);
+}
+
+int uskb_orphan_frags_rx(struct uskb *skb)
+{
+	if (uskb_likely(!uskb_zcopy(skb)))
+		return 0;
+	return uskb_copy_ubufs(skb);
+}
+
+/* ---- attaching user memory ---- */
+
+int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
+			 struct uskb_ubuf *uarg, unsigned int copy_len)
+{
+	size_t total = 0, skip;
+	struct user_pages *up;
+	int i, nfrags = 0, seg;
+	unsigned int done = 0;
+
+	if (uskb_unlikely(iovcnt < 0 || !uarg || uskb_is_nonlinear(skb) || uskb_zcopy(skb)))
+		return -EINVAL;
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > (1u << 30) || total + iov[i].iov_len > (1u << 30))
+			return -EMSGSIZE;
+		total += iov[i].iov_len;
+	}
+	if (copy_len > total)
+		copy_len = (unsigned int)total;
+	/* frags needed after the copied prefix: one per remaining segment */
+	skip = copy_len;
+	for (i = 0; i < iovcnt; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		skip = 0;
+		nfrags++;
+	}
+	if (nfrags == 0 || nfrags > USKB_MAX_SKB_FRAGS) {
+		/* small, or too scattered: copy it all; the owner hears "copied" */
+		if ((size_t)uskb_tailroom(skb) < total)
+			return -EMSGSIZE;
+		for (i = 0; i < iovcnt; i++)
+			if (iov[i].iov_len)
+				uskb_put_data(skb, iov[i].iov_base, (unsigned int)iov[i].iov_len);
+		atomic_store_explicit(&uarg->copied, true, memory_order_relaxed);
+		return 0;
+	}
+	if ((unsigned int)uskb_tailroom(skb) < copy_len)
+		return -EMSGSIZE;
+	up = malloc(sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
+	if (!up)
+		return -ENOMEM;
+	memset(up, 0, sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
+	up->n = (unsigned int)nfrags;
+	/* the head: the first copy_len bytes */
+	for (i = 0; i < iovcnt && done < copy_len; i++) {
+		unsigned int c = iov[i].iov_len < copy_len - done ? (unsigned int)iov[i].iov_len :
+								     copy_len - done;
+
+		if (c)
+			uskb_put_data(skb, iov[i].iov_base, c);
+		done += c;
+	}
+	/* the rest: frags straight into the caller's memory, references managed by the ubuf */
+	skip = copy_len;
+	seg = 0;
+	for (i = 0; i < iovcnt; i++) {
+		struct uskb_page *p;
+		size_t off = 0, len = iov[i].iov_len;
+		unsigned int order = 0;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		off = skip;
+		skip = 0;
+		p = &up->pages[seg];
+		while (((size_t)USKB_PAGE_SIZE << order) < len)
+			order++;
+		atomic_init(&p->refcount, 1); /* the ubuf's; never dropped */
+		p->flags = USKB_PG_EXTERNAL | USKB_PG_READONLY;
+		p->order = (uint8_t)order;
+		p->node = USKB_NO_NODE;
+		p->addr = iov[i].iov_base;
+		uskb_frag_fill_page_desc(&uskb_shinfo(skb)->frags[seg], p, (int)off, (int)(len - off));
+		skb->len += (unsigned int)(len - off);
+		skb->data_len += (unsigned int)(len - off);
+		seg++;
+	}
+	uskb_shinfo(skb)->nr_frags = (uint8_t)seg;
+	up->next = uarg->priv;
+	uarg->priv = up;
+	uskb_zcopy_set(skb, uarg, NULL);
+	uskb_shinfo(skb)->flags |= USKB_SKBFL_MANAGED_FRAG_REFS | USKB_SKBFL_SHARED_FRAG;
+	if (uarg->ops->link_skb) {
+		int err = uarg->ops->link_skb(skb, uarg);
+
+		if (err)
+			return err; /* the skb holds the data; freeing it completes the ubuf */
+	}
+	return 0;
+}

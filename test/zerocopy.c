@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Zero-copy user buffers: the owner's completion runs exactly once, when the
+ * last reference to its memory is gone, with success = false when the data
+ * had to be copied; user memory is never written; after the completion no
+ * frag points into it.
+ */
+#include <pthread.h>
+#include <sys/uio.h>
+#include "t.h"
+
+#define UMEM 65536
+
+static unsigned char umem[UMEM];
+static unsigned char umem_copy[UMEM];
+
+struct owner {
+	struct uskb_ubuf ubuf;
+	atomic_int completions;
+	atomic_int successes;
+};
+
+static void complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct owner *o = (struct owner *)uarg;
+
+	(void)skb;
+	atomic_fetch_add(&o->completions, 1);
+	if (success)
+		atomic_fetch_add(&o->successes, 1);
+}
+
+static const struct uskb_ubuf_ops ops = { .complete = complete };
+
+static void owner_init(struct owner *o, uint8_t flags)
+{
+	uskb_ubuf_init(&o->ubuf, &ops, flags);
+	atomic_init(&o->completions, 0);
+	atomic_init(&o->successes, 0);
+}
+
+/* does any frag of @skb still point into the user buffer? */
+static bool points_into_user(const struct uskb *skb)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	int i;
+
+	for (i = 0; i < sh->nr_frags; i++) {
+		const unsigned char *a = uskb_frag_address(&sh->frags[i]);
+
+		if (a >= umem && a < umem + UMEM)
+			return true;
+	}
+	return false;
+}
+
+/* An skb of @len user bytes at @off, in @nseg segments, attached to @o. */
+static struct uskb *attach(struct owner *o, size_t off, size_t len, int nseg)
+{
+	struct iovec iov[32];
+	struct uskb *skb = uskb_alloc(256);
+	size_t each = len / (size_t)nseg;
+	int i;
+
+	for (i = 0; i < nseg; i++) {
+		iov[i].iov_base = umem + off + (size_t)i * each;
+		iov[i].iov_len = i == nseg - 1 ? len - (size_t)i * each : each;
+	}
+	uskb_reserve(skb, 64);
+	CHECK_EQ(uskb_zerocopy_attach(skb, iov, nseg, &o->ubuf, USKB_ZC_GOODCOPY_LEN), 0);
+	CHECK_EQ(skb->len, len);
+	CHECK(t_skb_equals(skb, umem + off, len));
+	return skb;
+}
+
+static void test_attach_free(void)
+{
+	struct owner o;
+	struct uskb *skb;
+
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 100, 5000, 3);
+	CHECK_EQ(uskb_headlen(skb), USKB_ZC_GOODCOPY_LEN);
+	CHECK_EQ(uskb_shinfo(skb)->nr_frags, 3);
+	CHECK(points_into_user(skb));
+	CHECK(uskb_zcopy(skb) == &o.ubuf);
+	CHECK(uskb_shinfo(skb)->flags & USKB_SKBFL_MANAGED_FRAG_REFS);
+	CHECK_EQ(atomic_load(&o.ubuf.refcnt), 2); /* the sender's + the skb's */
+	uskb_zcopy_put(&o.ubuf); /* the send is done */
+	CHECK_EQ(atomic_load(&o.completions), 0);
+	uskb_free(skb);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 1);
+}
+
+/* tap / vhost flavour: a clone would pin user memory, so the data is copied */
+static void test_clone_orphans(void)
+{
+	struct owner o;
+	struct uskb *skb, *c;
+	int order;
+
+	for (order = 0; order < 2; order++) {
+		owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+		skb = attach(&o, 0, 20000, 4);
+		uskb_zcopy_put(&o.ubuf);
+		c = uskb_clone(skb);
+		/* copied at clone time: the owner already heard, "copied" */
+		CHECK_EQ(atomic_load(&o.completions), 1);
+		CHECK_EQ(atomic_load(&o.successes), 0);
+		CHECK(!points_into_user(skb) && !points_into_user(c));
+		CHECK(!uskb_zcopy(skb));
+		CHECK(t_skb_equals(c, umem, 20000));
+		uskb_free(order ? c : skb);
+		uskb_free(order ? skb : c);
+		CHECK_EQ(atomic_load(&o.completions), 1);
+	}
+}
+
+/* MSG_ZEROCOPY flavour: DONT_ORPHAN, clones share the user memory */
+static void test_clone_dont_orphan(void)
+{
+	struct owner o;
+	struct uskb *skb, *c, *p;
+	int order;
+
+	for (order = 0; order < 2; order++) {
+		owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+		skb = attach(&o, 7, 3000, 2);
+		uskb_zcopy_put(&o.ubuf);
+		c = uskb_clone(skb);
+		p = uskb_pskb_copy(skb); /* shares the frags and the ubuf */
+		CHECK(points_into_user(c) && points_into_user(p));
+		CHECK(uskb_zcopy(p) == &o.ubuf);
+		CHECK_EQ(atomic_load(&o.completions), 0);
+		uskb_free(order ? c : skb);
+		uskb_free(p);
+		CHECK_EQ(atomic_load(&o.completions), 0);
+		uskb_free(order ? skb : c);
+		CHECK_EQ(atomic_load(&o.completions), 1);
+		CHECK_EQ(atomic_load(&o.successes), 1);
+	}
+	/* a held clone made private again (expand_head) keeps both shinfos counted */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+	skb = attach(&o, 0, 9000, 3);
+	uskb_zcopy_put(&o.ubuf);
+	c = uskb_clone(skb);
+	CHECK_EQ(uskb_expand_head(c, 64, 0), 0);
+	CHECK(uskb_zcopy(c) == &o.ubuf && uskb_zcopy(skb) == &o.ubuf);
+	uskb_free(skb);
+	CHECK_EQ(atomic_load(&o.completions), 0);
+	CHECK(t_skb_equals(c, umem, 9000));
+	uskb_free(c);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+}
+
+static void test_orphan_rx_and_linearize(void)
+{
+	struct owner o;
+	struct uskb *skb;
+
+	/* looping to a receiver copies even a DONT_ORPHAN send */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+	skb = attach(&o, 0, 8000, 2);
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(uskb_orphan_frags(skb), 0); /* DONT_ORPHAN: nothing happens */
+	CHECK(points_into_user(skb));
+	CHECK_EQ(uskb_orphan_frags_rx(skb), 0);
+	CHECK(!points_into_user(skb) && !uskb_zcopy(skb));
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 0);
+	CHECK(t_skb_equals(skb, umem, 8000));
+	uskb_free(skb);
+	/* linearizing pulls the user bytes into the head: "copied" */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 0, 3000, 2);
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(uskb_linearize(skb), 0);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 0);
+	CHECK(t_skb_equals(skb, umem, 3000));
+	uskb_free(skb);
+	/* checksum_help on shared (user) frags linearizes first */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 0, 1000, 1);
+	uskb_zcopy_put(&o.ubuf);
+	CHECK(uskb_partial_csum_set(skb, 0, 10));
+	CHECK_EQ(uskb_checksum_help(skb), 0);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	uskb_free(skb);
+}
+
+static void test_split(void)
+{
+	struct owner o;
+	struct uskb *skb, *s1;
+
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+	skb = attach(&o, 0, 6000, 2);
+	uskb_zcopy_put(&o.ubuf);
+	s1 = uskb_alloc(0);
+	uskb_split(skb, s1, 2000); /* cuts inside the first user frag */
+	CHECK(uskb_zcopy(s1) == &o.ubuf);
+	CHECK(t_skb_equals(skb, umem, 2000) && t_skb_equals(s1, umem + 2000, 4000));
+	uskb_free(skb);
+	CHECK_EQ(atomic_load(&o.completions), 0);
+	uskb_free(s1);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 1);
+}
+
+static void test_copy_fallbacks(void)
+{
+	struct owner o;
+	struct uskb *skb;
+	struct iovec iov[20];
+	int i;
+
+	/* below the copy threshold: copied, and the owner hears "copied" */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 0, 100, 1);
+	CHECK(!uskb_zcopy(skb) && !uskb_is_nonlinear(skb));
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 0);
+	uskb_free(skb);
+	/* more segments than MAX_SKB_FRAGS: copied */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = uskb_alloc(4096);
+	for (i = 0; i < 20; i++) {
+		iov[i].iov_base = umem + i * 100;
+		iov[i].iov_len = 100;
+	}
+	CHECK_EQ(uskb_zerocopy_attach(skb, iov, 20, &o.ubuf, 0), 0);
+	CHECK(!uskb_zcopy(skb));
+	CHECK(t_skb_equals(skb, umem, 2000));
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(atomic_load(&o.successes), 0);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	/* bad input changes nothing */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	CHECK_EQ(uskb_zerocopy_attach(skb, iov, -1, &o.ubuf, 0), -EINVAL);
+	CHECK_EQ(uskb_zerocopy_attach(skb, iov, 1, NULL, 0), -EINVAL);
+	CHECK_EQ(skb->len, 2000);
+	uskb_free(skb);
+	skb = uskb_alloc(64); /* too small for a 1000-byte copy */
+	iov[0].iov_len = 1000;
+	CHECK_EQ(uskb_zerocopy_attach(skb, iov, 1, &o.ubuf, 1000), -EMSGSIZE);
+	CHECK_EQ(skb->len, 0);
+	uskb_free(skb);
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+}
+
+/* one send split into N skbs, freed on N threads: one completion */
+#define NT 4
+static struct uskb *per_thread[NT][8];
+
+static void *drop(void *arg)
+{
+	struct uskb **v = arg;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		struct uskb *c = uskb_clone(v[i]); /* DONT_ORPHAN: shared */
+
+		uskb_free(v[i]);
+		uskb_free(c);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct owner o;
+	pthread_t th[NT];
+	int i, j, round;
+
+	for (round = 0; round < 20; round++) {
+		owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+		for (i = 0; i < NT; i++)
+			for (j = 0; j < 8; j++)
+				per_thread[i][j] = attach(&o, (size_t)(i * 8 + j) * 1000, 1000, 1);
+		for (i = 0; i < NT; i++)
+			pthread_create(&th[i], NULL, drop, per_thread[i]);
+		uskb_zcopy_put(&o.ubuf);
+		for (i = 0; i < NT; i++)
+			pthread_join(th[i], NULL);
+		uskb_cache_drain();
+		CHECK_EQ(atomic_load(&o.completions), 1);
+		CHECK_EQ(atomic_load(&o.successes), 1);
+	}
+}
+
+int main(void)
+{
+	t_fill(umem, UMEM, 11);
+	memcpy(umem_copy, umem, UMEM);
+	test_attach_free();
+	test_clone_orphans();
+	test_clone_dont_orphan();
+	test_orphan_rx_and_linearize();
+	test_split();
+	test_copy_fallbacks();
+	test_threads();
+	CHECK(!memcmp(umem, umem_copy, UMEM)); /* user memory is never written */
+	return t_end("zerocopy");
+}
