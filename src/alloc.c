@@ -102,6 +102,13 @@ struct uskb_tls *__uskb_tls_create(void)
 	__uskb_tls_ptr = t;
 	/* an adopted slot may hold late pushes meant for its previous thread */
 	__uskb_defer_drain(t, t);
+	{
+		int fd = atomic_load(&t->efd);
+		uint64_t v;
+
+		if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			uskb_bug("tls", NULL, "eventfd read failed: %s", strerror(errno));
+	}
 	return t;
 }
 
@@ -132,13 +139,13 @@ static void flush_caches(struct uskb_tls *t)
  */
 void __uskb_tls_release(struct uskb_tls *t)
 {
-	int efd;
-
 	atomic_store_explicit(&t->alive, false, memory_order_release);
 	flush_caches(t);
-	efd = atomic_exchange(&t->efd, -1);
-	if (efd >= 0)
-		close(efd);
+	/*
+	 * The eventfd stays with the slot (a pusher may be about to write it:
+	 * closing it could let the number name another file); the next thread
+	 * that adopts the slot inherits it, reset.
+	 */
 	pthread_mutex_lock(&reg.lock);
 	t->next_dead = reg.dead;
 	reg.dead = t;
@@ -150,16 +157,21 @@ void __uskb_tls_release(struct uskb_tls *t)
 
 void uskb_thread_flush(void)
 {
-	struct uskb_tls *t = __uskb_tls_ptr, *d;
+	struct uskb_tls *t = uskb_tls(), *d, *dead[USKB_MAX_OWNERS];
+	int n = 0, i;
 
-	if (!t)
-		return;
 	flush_caches(t);
-	/* free what was pushed to exited threads after they left */
+	/*
+	 * Free what was pushed to exited threads after they left. The slots
+	 * are collected under the lock and drained outside it (a drain may run
+	 * destructors); a slot adopted meanwhile is drained by both, safely.
+	 */
 	pthread_mutex_lock(&reg.lock);
 	for (d = reg.dead; d; d = d->next_dead)
-		__uskb_defer_drain(t, d);
+		dead[n++] = d;
 	pthread_mutex_unlock(&reg.lock);
+	for (i = 0; i < n; i++)
+		__uskb_defer_drain(t, dead[i]);
 	/* the drains refilled our caches: give those back too */
 	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
@@ -462,6 +474,8 @@ void __uskb_ready_flush(struct uskb_tls *t)
 			head = skb->head;
 			if (hc->n == USKB_HEAD_CACHE_SIZE)
 				__uskb_head_flush(t, c, USKB_HEAD_CACHE_SIZE / 2);
+			if (hc->n == USKB_HEAD_CACHE_SIZE)
+				uskb_bug("ready_flush", skb, "out of memory growing the head depot");
 			hc->obj[hc->n++] = head; /* still poisoned from the ready list */
 			uskb_shell_put(t, skb);
 		}

@@ -228,13 +228,6 @@ __hidden void __uskb_page_thread_flush(void);
 /* skb.c: free what other threads deferred to @o, into @t's caches */
 __hidden unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o);
 
-/* Allocation drains the defer list when other threads filled it. */
-static inline void uskb_defer_check(struct uskb_tls *t)
-{
-	/* relaxed: a hint; the drain's exchange does the acquiring */
-	if (uskb_unlikely(atomic_load_explicit(&t->defer_head, memory_order_relaxed)))
-		__uskb_defer_drain(t, t);
-}
 __hidden void __uskb_shells_stats(int64_t *created);
 
 /* heads */
@@ -294,8 +287,11 @@ static inline void uskb_head_free(struct uskb_tls *t, unsigned char *head, unsig
 		struct uskb_head_cache *hc = &t->heads[cls - 1];
 
 		/* unlikely: a full cache hands half to the depot */
-		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE))
+		if (uskb_unlikely(hc->n == USKB_HEAD_CACHE_SIZE)) {
 			__uskb_head_flush(t, (int)cls - 1, USKB_HEAD_CACHE_SIZE / 2);
+			if (hc->n == USKB_HEAD_CACHE_SIZE)
+				uskb_bug("head_free", NULL, "out of memory growing the head depot");
+		}
 		uskb_mem_cached(head, uskb_head_class_size((int)cls - 1));
 		hc->obj[hc->n++] = head;
 		return;

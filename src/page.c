@@ -365,13 +365,19 @@ static void pool_free(struct uskb_page_pool *pool)
 	atomic_fetch_sub(&live_pools, 1);
 }
 
+static void pp_tcache_release(struct pp_tcache *tc);
+
 static struct pp_tcache *pp_tcache_of(struct uskb_page_pool *pool, bool claim)
 {
 	int i;
 
-	for (i = 0; i < PP_TCACHES; i++)
+	for (i = 0; i < PP_TCACHES; i++) {
 		if (pp_tc[i].pool == pool)
 			return &pp_tc[i];
+		/* a slot still holding a destroyed pool's pages gives them back now */
+		if (claim && pp_tc[i].pool && atomic_load(&pp_tc[i].pool->destroyed))
+			pp_tcache_release(&pp_tc[i]);
+	}
 	if (claim)
 		for (i = 0; i < PP_TCACHES; i++)
 			if (!pp_tc[i].pool) {
@@ -405,6 +411,9 @@ struct uskb_page *uskb_page_pool_alloc(struct uskb_page_pool *pool)
 	/* likely: a thread that recycles allocates from its own cache */
 	if (uskb_likely(tc && tc->n)) {
 		p = tc->pages[--tc->n];
+		/* an empty slot lets go of its pool: only held pages keep a pool alive */
+		if (!tc->n)
+			tc->pool = NULL;
 		atomic_fetch_sub_explicit(&pool->tcached, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&pool->tc_alloc, 1, memory_order_relaxed);
 		goto out;
@@ -471,43 +480,46 @@ static void pool_recycle(struct uskb_page *page)
 		pool_free(pool);
 }
 
-/* Return this thread's cached pool pages: to the ring, or the arena once destroyed. */
+/* Return one slot's pages: to the pool's ring, or the arena once it is destroyed. */
+static void pp_tcache_release(struct pp_tcache *tc)
+{
+	struct uskb_page_pool *pool = tc->pool;
+	struct uskb_page *rel[PP_TCACHE_SIZE];
+	unsigned int nrel = 0, k;
+	bool last = false;
+
+	pthread_mutex_lock(&pool->lock);
+	atomic_fetch_sub(&pool->tcached, (long)tc->n);
+	while (tc->n) {
+		struct uskb_page *p = tc->pages[--tc->n];
+
+		if (!atomic_load(&pool->destroyed) && pool->count < pool->size) {
+			pool->ring[pool->count++] = p;
+			pool->out--;
+			atomic_fetch_add(&pool_idle, 1);
+		} else {
+			last = pool_release_locked(pool, p);
+			rel[nrel++] = p;
+		}
+	}
+	pthread_mutex_unlock(&pool->lock);
+	tc->pool = NULL;
+	for (k = 0; k < nrel; k++) {
+		uskb_mem_handed_out(rel[k]->addr, uskb_page_size(rel[k]));
+		arena_free(rel[k]);
+	}
+	if (last)
+		pool_free(pool);
+}
+
+/* Return this thread's cached pool pages. */
 void __uskb_page_thread_flush(void)
 {
 	int i;
 
-	for (i = 0; i < PP_TCACHES; i++) {
-		struct pp_tcache *tc = &pp_tc[i];
-		struct uskb_page_pool *pool = tc->pool;
-		struct uskb_page *rel[PP_TCACHE_SIZE];
-		unsigned int nrel = 0, k;
-		bool last = false;
-
-		if (!pool)
-			continue;
-		pthread_mutex_lock(&pool->lock);
-		atomic_fetch_sub(&pool->tcached, (long)tc->n);
-		while (tc->n) {
-			struct uskb_page *p = tc->pages[--tc->n];
-
-			if (!atomic_load(&pool->destroyed) && pool->count < pool->size) {
-				pool->ring[pool->count++] = p;
-				pool->out--;
-				atomic_fetch_add(&pool_idle, 1);
-			} else {
-				last = pool_release_locked(pool, p);
-				rel[nrel++] = p;
-			}
-		}
-		pthread_mutex_unlock(&pool->lock);
-		tc->pool = NULL;
-		for (k = 0; k < nrel; k++) {
-			uskb_mem_handed_out(rel[k]->addr, uskb_page_size(rel[k]));
-			arena_free(rel[k]);
-		}
-		if (last)
-			pool_free(pool);
-	}
+	for (i = 0; i < PP_TCACHES; i++)
+		if (pp_tc[i].pool)
+			pp_tcache_release(&pp_tc[i]);
 }
 
 void uskb_page_pool_destroy(struct uskb_page_pool *pool)

@@ -160,6 +160,13 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	struct uskb *skb;
 	unsigned char *data;
 
+	/*
+	 * unlikely: no pair ready and other threads handed skbs back: take them
+	 * now (they refill the pairs and caches without a lock)
+	 */
+	if (uskb_unlikely(!r->n) &&
+	    atomic_load_explicit(&t->defer_head, memory_order_relaxed))
+		__uskb_defer_drain(t, t);
 	/* likely: a pair freed on this thread, shell and head together */
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
@@ -401,6 +408,8 @@ static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 		atomic_fetch_sub_explicit(&o->defer_count, 1, memory_order_relaxed);
 		goto direct;
 	}
+	/* a second free of a deferred skb must still see users == 0 */
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	defer_poison(skb);
 	head = atomic_load_explicit(&o->defer_head, memory_order_relaxed);
 	do {
@@ -522,8 +531,10 @@ static void batch_push(struct uskb_tls *t, struct defer_batch *b)
 	{
 		struct uskb *skb;
 
-		for (skb = b->first; skb; skb = skb->ll_next)
+		for (skb = b->first; skb; skb = skb->ll_next) {
+			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 			defer_poison(skb);
+		}
 	}
 	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
 	do {

@@ -4,6 +4,7 @@
  * the skb geometry, then abort — never memory corruption. Each case runs in
  * a child; a replaced handler is shown with longjmp.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -124,6 +125,26 @@ static void frag_list_cloned(void)
 	uskb_append_frag_list(skb, uskb_alloc(64));
 }
 
+static struct uskb *remote_skb;
+
+static void *alloc_remote(void *arg)
+{
+	(void)arg;
+	remote_skb = uskb_alloc(64);
+	return NULL;
+}
+
+/* the first free defers it to its owner's list; the second must still be caught */
+static void double_free_deferred(void)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, alloc_remote, NULL);
+	pthread_join(th, NULL);
+	uskb_free(remote_skb);
+	uskb_free(remote_skb);
+}
+
 static const struct {
 	const char *name;
 	misuse_fn fn;
@@ -135,6 +156,7 @@ static const struct {
 	{ "pull into frags", pull_into_frags, "__skb_pull" },
 	{ "trim nonlinear", trim_nonlinear, "nonlinear" },
 	{ "double free", double_free, "double free" },
+	{ "double free, deferred", double_free_deferred, "double free" },
 	{ "expand shared", expand_shared, "shared" },
 	{ "store into zero page", store_zero_page, "zero page" },
 	{ "put zero page base ref", zero_page_base_put, "zero page" },
@@ -180,7 +202,7 @@ int main(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 #ifdef HAVE_ASAN
 		/* the freed shell is poisoned: ASan reports first (test/uaf covers it) */
-		if (cases[i].fn == double_free)
+		if (cases[i].fn == double_free || cases[i].fn == double_free_deferred)
 			continue;
 #endif
 		run_case((int)i);

@@ -416,8 +416,49 @@ static void test_pool_tcache(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/* a thread whose pool cache ran empty holds no pool: destroying it is safe */
+static struct uskb_page *handed[4];
+
+static void *pool_worker(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 4; i++)
+		uskb_page_put(handed[i]); /* into this thread's cache */
+	for (i = 0; i < 4; i++)
+		handed[i] = uskb_page_pool_alloc(pool); /* ... and all back out */
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main freed them and destroyed the pool */
+	uskb_thread_flush();	    /* must not touch the freed pool */
+	return NULL;
+}
+
+static void test_pool_emptied_cache(void)
+{
+	struct uskb_page_pool_opts o = { .sz = sizeof(o), .node = -1, .pool_size = 16 };
+	pthread_t th;
+	int i;
+
+	pool = uskb_page_pool_create(&o);
+	for (i = 0; i < 4; i++)
+		handed[i] = uskb_page_pool_alloc(pool);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, pool_worker, NULL);
+	pthread_barrier_wait(&bar);
+	for (i = 0; i < 4; i++)
+		uskb_page_put(handed[i]);
+	uskb_thread_flush(); /* our cached pages go back to the ring */
+	uskb_page_pool_destroy(pool);
+	CHECK_EQ(stats().pools, 0);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&bar);
+}
+
 int main(void)
 {
+	test_pool_emptied_cache();
 	test_pool_tcache();
 	test_opts();
 	test_hits();

@@ -14,7 +14,7 @@
  * reference to an skb is dropped:
  * - on the owning thread, the shell and head go straight back to its cache;
  * - on another thread, the skb is pushed onto the owner's lock-free defer
- *   list (at most defer_max pending), and the owner frees it into its own
+ *   list (fewer than defer_max pending), and the owner frees it into its own
  *   cache the next time its shell cache runs empty (or on
  *   uskb_cache_drain()); past the cap, or for fclones and zero-copy skbs,
  *   the freeing thread frees it itself ("direct").
@@ -46,8 +46,10 @@ struct uskb_cache_opts {
 	/** shells handed back when the cache is full (NAPI_SKB_CACHE_HALF /
 	 * _FREE: 32). Default 32. */
 	unsigned int flush;
-	/** net.core.skb_defer_max: deferred skbs a thread may have pending
-	 * (64 until Nov 2025, then 128). 0 disables deferral. Default 128. */
+	/** net.core.skb_defer_max (64 until Nov 2025, then 128): as in the
+	 * kernel, a free that would bring a thread's pending count to this
+	 * value is done directly instead, so at most defer_max - 1 wait; 0 and
+	 * 1 disable deferral. Default 128. */
 	unsigned int defer_max;
 };
 
