@@ -161,10 +161,11 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	unsigned char *data;
 
 	/*
-	 * unlikely: no pair ready and other threads handed skbs back: take them
-	 * now (they refill the pairs and caches without a lock)
+	 * unlikely: no pair ready and the shell cache is empty: take back what
+	 * other threads deferred to us first (it refills the pairs without a
+	 * lock). Only here, so the fast path never reads the list's cache line.
 	 */
-	if (uskb_unlikely(!r->n) &&
+	if (uskb_unlikely(!r->n && !t->nshell) &&
 	    atomic_load_explicit(&t->defer_head, memory_order_relaxed))
 		__uskb_defer_drain(t, t);
 	/* likely: a pair freed on this thread, shell and head together */
