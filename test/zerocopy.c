@@ -292,6 +292,105 @@ static void test_threads(void)
 	}
 }
 
+/* ---- MSG_ZEROCOPY ---- */
+
+/* one send of @len bytes on @zs: an skb attached to the (maybe coalesced) ubuf */
+static struct uskb *zc_send(struct uskb_zc_sock *zs, struct uskb_ubuf **prev, size_t len,
+			    bool keep_ref)
+{
+	struct uskb_ubuf *u = uskb_msg_zerocopy_realloc(zs, len, *prev);
+	struct iovec iov = { umem, len };
+	struct uskb *skb = uskb_alloc(256);
+
+	CHECK(u != NULL);
+	CHECK_EQ(uskb_zerocopy_attach(skb, &iov, 1, u, 64), 0);
+	if (!keep_ref) {
+		uskb_zcopy_put(u); /* the end of this sendmsg */
+		*prev = NULL;
+	} else {
+		*prev = u;
+	}
+	return skb;
+}
+
+static void test_msg_zerocopy(void)
+{
+	struct uskb_zc_sock *zs = uskb_zc_sock_create();
+	struct uskb_zc_notif nf[8];
+	struct uskb_ubuf *prev = NULL, *u;
+	struct uskb *s[8];
+	int i;
+
+	/* five sends, completed in order: one merged range 0..4 */
+	for (i = 0; i < 5; i++)
+		s[i] = zc_send(zs, &prev, 1000, false);
+	for (i = 0; i < 5; i++)
+		uskb_free(s[i]);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 1);
+	CHECK(nf[0].lo == 0 && nf[0].hi == 4 && !nf[0].copied);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 0);
+	/* a stream of sends coalesced into one ubuf (ids 5..7) */
+	s[0] = zc_send(zs, &prev, 1000, true);
+	s[1] = zc_send(zs, &prev, 1000, true);
+	s[2] = zc_send(zs, &prev, 1000, true);
+	CHECK(uskb_zcopy(s[0]) == uskb_zcopy(s[2]));
+	CHECK_EQ(((struct uskb_ubuf_msgzc *)prev)->len, 3);
+	CHECK_EQ(uskb_zc_sock_next_id(zs), 8);
+	uskb_zcopy_put(prev);
+	uskb_zcopy_put(prev);
+	uskb_zcopy_put(prev); /* each coalesced send held one */
+	prev = NULL;
+	uskb_free(s[1]);
+	uskb_free(s[0]);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 0); /* s[2] still holds it */
+	uskb_free(s[2]);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 1);
+	CHECK(nf[0].lo == 5 && nf[0].hi == 7);
+	/* out of order: 10, 8, then 9 joins 8 */
+	for (i = 0; i < 3; i++)
+		s[i] = zc_send(zs, &prev, 500, false); /* ids 8, 9, 10 */
+	uskb_free(s[2]);
+	uskb_free(s[0]);
+	uskb_free(s[1]);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 2);
+	CHECK(nf[0].lo == 10 && nf[0].hi == 10);
+	CHECK(nf[1].lo == 8 && nf[1].hi == 9);
+	/* a copied send is reported as such, and not merged with its zero-copy neighbours */
+	for (i = 0; i < 3; i++)
+		s[i] = zc_send(zs, &prev, 2000, false); /* ids 11, 12, 13 */
+	/* looped to a receiver: copied, and (its sender done) completed at once */
+	CHECK_EQ(uskb_orphan_frags_rx(s[1]), 0);
+	for (i = 0; i < 3; i++)
+		uskb_free(s[i]);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 3);
+	CHECK(nf[0].lo == 12 && nf[0].hi == 12 && nf[0].copied);
+	CHECK(nf[1].lo == 11 && nf[1].hi == 11 && !nf[1].copied);
+	CHECK(nf[2].lo == 13 && nf[2].hi == 13 && !nf[2].copied);
+	/* an aborted send gives its number back and says nothing */
+	u = uskb_msg_zerocopy_realloc(zs, 100, NULL);
+	CHECK_EQ(uskb_zc_sock_next_id(zs), 15);
+	uskb_zcopy_put_abort(u, true);
+	CHECK_EQ(uskb_zc_sock_next_id(zs), 14);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 0);
+	/* coalescing stops at 512 KiB */
+	u = uskb_msg_zerocopy_realloc(zs, 400000, NULL);
+	{
+		struct uskb_ubuf *v = uskb_msg_zerocopy_realloc(zs, 200000, u);
+
+		CHECK(v != u);
+		uskb_zcopy_put(v);
+	}
+	uskb_zcopy_put(u);
+	CHECK_EQ(uskb_zc_sock_read(zs, nf, 8), 2); /* 15, then 14 */
+	CHECK(nf[0].lo == 15 && nf[1].lo == 14);
+	/* a socket closed with a send in flight: no notification, nothing leaks */
+	s[0] = zc_send(zs, &prev, 100, false);
+	s[1] = zc_send(zs, &prev, 3000, false);
+	uskb_zc_sock_destroy(zs);
+	uskb_free(s[0]);
+	uskb_free(s[1]);
+}
+
 int main(void)
 {
 	t_fill(umem, UMEM, 11);
@@ -303,6 +402,7 @@ int main(void)
 	test_split();
 	test_copy_fallbacks();
 	test_threads();
+	test_msg_zerocopy();
 	CHECK(!memcmp(umem, umem_copy, UMEM)); /* user memory is never written */
 	return t_end("zerocopy");
 }

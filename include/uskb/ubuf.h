@@ -83,9 +83,10 @@ USKB_API void uskb_zcopy_get(struct uskb_ubuf *uarg);
 /** net_zcopy_put(): drop the sender's reference (success). */
 USKB_API void uskb_zcopy_put(struct uskb_ubuf *uarg);
 /**
- * net_zcopy_put_abort(): the send failed before any skb took the data;
- * drop the sender's reference (@have_uref) — for MSG_ZEROCOPY ubufs this
- * also gives back the notification id (see uskb_zc_sock).
+ * net_zcopy_put_abort(): the send failed before any skb took the data.
+ * For a MSG_ZEROCOPY ubuf the send's number is given back (the counter and
+ * the ubuf's len go down by one); then the sender's reference is dropped
+ * if @have_uref.
  */
 USKB_API void uskb_zcopy_put_abort(struct uskb_ubuf *uarg, bool have_uref);
 /**
@@ -114,6 +115,59 @@ USKB_API int uskb_orphan_frags_rx(struct uskb *skb);
  * (MANAGED_FRAG_REFS) get references of the skb's own.
  */
 USKB_API void uskb_zcopy_downgrade_managed(struct uskb *skb);
+
+/* ---- MSG_ZEROCOPY: ids, coalescing and the notification queue ---- */
+
+/**
+ * The socket-side state of MSG_ZEROCOPY (struct sock's sk_zckey and error
+ * queue): a counter that numbers sends and a queue of completion ranges the
+ * application reads. Create with uskb_zc_sock_create(); ubufs in flight keep
+ * it alive after uskb_zc_sock_destroy().
+ */
+struct uskb_zc_sock;
+
+/** One notification: sends lo..hi (inclusive) completed (sock_extended_err). */
+struct uskb_zc_notif {
+	uint32_t lo;	/**< ee_info */
+	uint32_t hi;	/**< ee_data */
+	bool copied;	/**< SO_EE_CODE_ZEROCOPY_COPIED: the data was copied */
+};
+
+/** A MSG_ZEROCOPY ubuf (struct ubuf_info_msgzc, MSG_ZEROCOPY half). */
+struct uskb_ubuf_msgzc {
+	struct uskb_ubuf ubuf;
+	uint32_t id;		/**< first send number */
+	uint16_t len;		/**< sends covered (coalesced) */
+	bool zerocopy;		/**< all covered sends went without a copy */
+	uint32_t bytelen;	/**< bytes covered */
+	struct uskb_zc_sock *zs;
+	/* internal: the notification this becomes once completed */
+	uint32_t hi;
+	struct uskb_ubuf_msgzc *next;
+};
+
+/** NULL + errno on failure. */
+USKB_API struct uskb_zc_sock *uskb_zc_sock_create(void);
+/** Stop queueing notifications and drop the owner's reference. */
+USKB_API void uskb_zc_sock_destroy(struct uskb_zc_sock *zs);
+/**
+ * msg_zerocopy_realloc(): the ubuf for a send of @size bytes. If @prev is
+ * this socket's last ubuf and still open (its id range ends at the next
+ * id, fewer than 65534 sends, at most 512 KiB), it is extended by one send
+ * and returned with one more reference (the stream case); otherwise a new
+ * ubuf is allocated with one reference (the sender's), flags
+ * ZEROCOPY_FRAG | DONT_ORPHAN, id = the next number. NULL + errno.
+ */
+USKB_API struct uskb_ubuf *uskb_msg_zerocopy_realloc(struct uskb_zc_sock *zs, size_t size,
+						     struct uskb_ubuf *prev);
+/**
+ * Read up to @max notifications (oldest first), removing them. Adjacent
+ * ranges with the same copied mark are merged as they complete. Returns the
+ * number read.
+ */
+USKB_API int uskb_zc_sock_read(struct uskb_zc_sock *zs, struct uskb_zc_notif *out, int max);
+/** The next send number (sk_zckey). */
+USKB_API uint32_t uskb_zc_sock_next_id(struct uskb_zc_sock *zs);
 
 /** Bytes copied into the head before user frags begin (macvtap's GOODCOPY_LEN). */
 #define USKB_ZC_GOODCOPY_LEN 128
