@@ -292,6 +292,77 @@ static void test_threads(void)
 	}
 }
 
+/* ---- skb_zerocopy (the OVS upcall: a message that references the packet) ---- */
+
+static void test_skb_zerocopy(void)
+{
+	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb *from, *to, *fl;
+	unsigned char want[1400];
+	struct owner o;
+	int hlen;
+
+	t_fill(uskb_page_address(pg), USKB_PAGE_SIZE, 21);
+	/* page_frag head of 200 bytes + one 1000-byte frag */
+	from = uskb_dev_alloc(256);
+	t_fill(uskb_put(from, 200), 200, 22);
+	uskb_page_get(pg); /* the frag's reference; ours stays */
+	uskb_add_rx_frag(from, 0, pg, 100, 1000, 1000);
+	uskb_copy_bits(from, 0, want, 1200);
+	hlen = (int)uskb_zerocopy_headlen(from);
+	CHECK_EQ(hlen, 0); /* the head can travel as a frag */
+	to = uskb_alloc(64);
+	uskb_put_zero(to, 20); /* a netlink + attribute header, say */
+	CHECK_EQ(uskb_zerocopy(to, from, 1200, hlen), 0);
+	CHECK_EQ(to->len, 1220);
+	CHECK_EQ(uskb_shinfo(to)->nr_frags, 2);
+	CHECK(uskb_shinfo(to)->frags[0].page == uskb_virt_to_page(from->head));
+	CHECK_EQ(uskb_page_ref_count(pg), 3);
+	uskb_free(from); /* the message keeps the data alive */
+	{
+		unsigned char got[1200];
+
+		CHECK_EQ(uskb_copy_bits(to, 20, got, 1200), 0);
+		CHECK(!memcmp(got, want, 1200));
+	}
+	uskb_free(to);
+	CHECK_EQ(uskb_page_ref_count(pg), 1);
+	/* a kmalloc head is copied (hlen = headlen); a frag_list forces a full copy */
+	from = uskb_alloc(256);
+	t_fill(uskb_put(from, 100), 100, 23);
+	uskb_page_get(pg);
+	uskb_add_rx_frag(from, 0, pg, 0, 900, 900);
+	CHECK_EQ(uskb_zerocopy_headlen(from), 100);
+	fl = uskb_alloc(64);
+	uskb_put_zero(fl, 50);
+	uskb_append_frag_list(from, fl);
+	CHECK_EQ(uskb_zerocopy_headlen(from), 1050);
+	uskb_free(from);
+	/* with a zero-copy packet the message shares the ubuf: one completion, after both */
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+	from = attach(&o, 0, 6000, 2);
+	uskb_zcopy_put(&o.ubuf);
+	to = uskb_alloc(128);
+	hlen = (int)uskb_zerocopy_headlen(from); /* kmalloc head: its 128 bytes */
+	CHECK_EQ(uskb_zerocopy(to, from, 6000, hlen), 0);
+	CHECK(uskb_zcopy(to) == &o.ubuf);
+	CHECK(t_skb_equals(to, umem, 6000));
+	uskb_free(from);
+	CHECK_EQ(atomic_load(&o.completions), 0);
+	uskb_free(to);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 1);
+	/* bad lengths */
+	from = uskb_alloc(64);
+	uskb_put_zero(from, 10);
+	to = uskb_alloc(0);
+	CHECK_EQ(uskb_zerocopy(to, from, 11, 10), -EFAULT);
+	CHECK_EQ(uskb_zerocopy(to, from, 5, 6), -EFAULT);
+	uskb_free(to);
+	uskb_free(from);
+	uskb_page_put(pg);
+}
+
 /* ---- MSG_ZEROCOPY ---- */
 
 /* one send of @len bytes on @zs: an skb attached to the (maybe coalesced) ubuf */
@@ -403,6 +474,7 @@ int main(void)
 	test_copy_fallbacks();
 	test_threads();
 	test_msg_zerocopy();
+	test_skb_zerocopy();
 	CHECK(!memcmp(umem, umem_copy, UMEM)); /* user memory is never written */
 	return t_end("zerocopy");
 }

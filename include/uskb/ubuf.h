@@ -116,6 +116,26 @@ USKB_API int uskb_orphan_frags_rx(struct uskb *skb);
  */
 USKB_API void uskb_zcopy_downgrade_managed(struct uskb *skb);
 
+/* ---- skb_zerocopy: a message built on a packet's data ---- */
+
+/**
+ * skb_zerocopy_headlen(): how many bytes uskb_zerocopy() must copy into the
+ * head of the new message: none when @from's head is a page fragment of a
+ * useful size (it then travels as frag 0), all of the linear part
+ * otherwise, all of the packet when there is a frag_list.
+ */
+USKB_API unsigned int uskb_zerocopy_headlen(const struct uskb *from);
+/**
+ * skb_zerocopy(): append @len bytes of @from to @to without copying the
+ * payload: @hlen bytes are copied into @to's head (or, with @hlen 0, @from's
+ * head page becomes frag 0), then @from's frags are referenced, and @to
+ * shares @from's ubuf. Everything is copied when @len fits @to's tailroom.
+ * @to needs room for the frags (its caller sized it with
+ * uskb_zerocopy_headlen()). 0, -EFAULT (bad lengths) or -ENOMEM (user
+ * memory could not be copied out; @to must then be freed).
+ */
+USKB_API int uskb_zerocopy(struct uskb *to, struct uskb *from, int len, int hlen);
+
 /* ---- MSG_ZEROCOPY: ids, coalescing and the notification queue ---- */
 
 /**
