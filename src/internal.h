@@ -2,6 +2,7 @@
 #ifndef USKB_INTERNAL_H
 #define USKB_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include "uskb/uskb.h"
@@ -56,6 +57,20 @@ static inline void uskb_mem_handed_out(void *p, size_t n)
 	if (uskb_unlikely(__uskb_on_valgrind))
 		VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 #endif
+}
+
+/* ---- fault injection (uskb_fault_inject) ---- */
+
+extern atomic_long __uskb_fault_countdown __hidden;
+__hidden bool __uskb_fault_fire(void);
+
+/* True when this allocation must fail (a test asked for it). */
+static inline bool uskb_should_fail(void)
+{
+	/* relaxed, unlikely: armed only by tests */
+	if (uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0))
+		return false;
+	return __uskb_fault_fire();
 }
 
 /* ---- per-thread state ---- */
@@ -264,6 +279,10 @@ static inline void *uskb_kmalloc_head(struct uskb_tls *t, unsigned int *size, in
 	struct uskb_head_cache *hc;
 	void *data;
 
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* unlikely: big, node-bound, or the class cache is empty */
 	if (uskb_unlikely(c < 0 || node != USKB_NO_NODE || !t->heads[c].n))
 		return __uskb_kmalloc_head_slow(t, size, node);

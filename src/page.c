@@ -119,6 +119,11 @@ static struct uskb_page *arena_alloc(unsigned int order, int node)
 	struct uskb_page *p;
 	int slot = node_slot(node);
 
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+
 	pthread_mutex_lock(&mem.lock);
 	p = mem.free[order][slot];
 	if (!p) {
@@ -408,6 +413,10 @@ struct uskb_page *uskb_page_pool_alloc(struct uskb_page_pool *pool)
 
 	if (uskb_unlikely(atomic_load_explicit(&pool->destroyed, memory_order_relaxed)))
 		uskb_bug("page_pool_alloc", NULL, "pool %p was destroyed", (void *)pool);
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* likely: a thread that recycles allocates from its own cache */
 	if (uskb_likely(tc && tc->n)) {
 		p = tc->pages[--tc->n];
@@ -618,6 +627,10 @@ void *uskb_page_frag_alloc(struct uskb_page_frag_cache *nc, unsigned int size,
 	if (uskb_unlikely(!align || (align & (align - 1)) || align > USKB_PAGE_SIZE ||
 			  size > block_size(USKB_PAGE_FRAG_ORDER))) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
 		return NULL;
 	}
 	if (uskb_unlikely(!nc->page) && frag_refill(nc))

@@ -107,6 +107,10 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		return NULL;
 	}
 	size = USKB_DATA_ALIGN(size);
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (flags & USKB_ALLOC_FCLONE)
 		skb = alloc_fclone_shell(t);
 	else
@@ -159,6 +163,9 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	unsigned int csz = uskb_head_class_size(c);
 	struct uskb *skb;
 	unsigned char *data;
+
+	if (uskb_should_fail())
+		return NULL;
 
 	/*
 	 * unlikely: no pair ready and the shell cache is empty: take back what
@@ -704,7 +711,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 		n->fclone = USKB_FCLONE_CLONE; /* (re)defined for valgrind, too */
 		uskb_tcount_add(&uskb_tls()->c.v[USKB_TC_FC_SKB_ALLOC], 1);
 	} else {
-		n = uskb_shell_get(uskb_tls());
+		n = uskb_should_fail() ? NULL : uskb_shell_get(uskb_tls());
 		if (!n) {
 			errno = ENOMEM;
 			return NULL;

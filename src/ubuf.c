@@ -291,7 +291,7 @@ int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 	}
 	if ((unsigned int)uskb_tailroom(skb) < copy_len)
 		return -EMSGSIZE;
-	up = malloc(sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
+	up = uskb_should_fail() ? NULL : malloc(sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
 	if (!up)
 		return -ENOMEM;
 	memset(up, 0, sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
@@ -436,10 +436,12 @@ static const struct uskb_ubuf_ops msgzc_ops = { .complete = msgzc_complete };
 
 static struct uskb_ubuf *msgzc_alloc(struct uskb_zc_sock *zs, size_t size)
 {
-	struct uskb_ubuf_msgzc *z = calloc(1, sizeof(*z));
+	struct uskb_ubuf_msgzc *z = uskb_should_fail() ? NULL : calloc(1, sizeof(*z));
 
-	if (!z)
+	if (!z) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	uskb_ubuf_init(&z->ubuf, &msgzc_ops, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
 	z->id = atomic_fetch_add(&zs->zckey, 1);
 	z->len = 1;

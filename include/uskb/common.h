@@ -64,6 +64,16 @@ USKB_API void __uskb_bug(const char *op, const struct uskb *skb,
 typedef void (*uskb_bug_handler_t)(const char *report);
 USKB_API uskb_bug_handler_t uskb_set_bug_handler(uskb_bug_handler_t fn);
 
+/**
+ * Fault injection, for tests: the @nth allocation the library attempts from
+ * now on (a page, head, shell, skb or internal object) fails as if memory
+ * had run out; 0 disarms. uskb_fault_pending() returns how many attempts
+ * are left before it fires (0 or less once it fired or when disarmed), so a
+ * test can tell whether an operation reached the nth allocation.
+ */
+USKB_API void uskb_fault_inject(long nth);
+USKB_API long uskb_fault_pending(void);
+
 #ifdef __cplusplus
 }
 #endif
