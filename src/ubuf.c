@@ -252,6 +252,18 @@ int uskb_orphan_frags_rx(struct uskb *skb)
 
 /* ---- attaching user memory ---- */
 
+static _Atomic unsigned int zc_min_len = USKB_ZC_MIN_LEN;
+
+void uskb_zerocopy_set_min_len(unsigned int len)
+{
+	atomic_store(&zc_min_len, len);
+}
+
+unsigned int uskb_zerocopy_min_len(void)
+{
+	return atomic_load(&zc_min_len);
+}
+
 int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 			 struct uskb_ubuf *uarg, unsigned int copy_len)
 {
@@ -279,7 +291,8 @@ int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 		skip = 0;
 		nfrags++;
 	}
-	if (nfrags == 0 || nfrags > USKB_MAX_SKB_FRAGS) {
+	if (nfrags == 0 || nfrags > USKB_MAX_SKB_FRAGS ||
+	    total < atomic_load_explicit(&zc_min_len, memory_order_relaxed)) {
 		/* small, or too scattered: copy it all; the owner hears "copied" */
 		if ((size_t)uskb_tailroom(skb) < total)
 			return -EMSGSIZE;

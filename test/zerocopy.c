@@ -224,6 +224,20 @@ static void test_copy_fallbacks(void)
 	CHECK_EQ(atomic_load(&o.completions), 1);
 	CHECK_EQ(atomic_load(&o.successes), 0);
 	uskb_free(skb);
+	/* below uskb_zerocopy_min_len() (512): copied; with the limit lowered: attached */
+	CHECK_EQ(uskb_zerocopy_min_len(), USKB_ZC_MIN_LEN);
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 0, 400, 1);
+	CHECK(!uskb_zcopy(skb));
+	uskb_free(skb);
+	uskb_zerocopy_set_min_len(0);
+	skb = attach(&o, 0, 400, 1);
+	CHECK(uskb_zcopy(skb) == &o.ubuf);
+	uskb_zerocopy_set_min_len(USKB_ZC_MIN_LEN);
+	uskb_free(skb);
+	uskb_zcopy_put(&o.ubuf);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 0); /* one of its sends was copied */
 	/* more segments than MAX_SKB_FRAGS: copied */
 	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
 	skb = uskb_alloc(4096);
@@ -419,7 +433,7 @@ static void test_msg_zerocopy(void)
 	CHECK(nf[0].lo == 5 && nf[0].hi == 7);
 	/* out of order: 10, 8, then 9 joins 8 */
 	for (i = 0; i < 3; i++)
-		s[i] = zc_send(zs, &prev, 500, false); /* ids 8, 9, 10 */
+		s[i] = zc_send(zs, &prev, 700, false); /* ids 8, 9, 10 */
 	uskb_free(s[2]);
 	uskb_free(s[0]);
 	uskb_free(s[1]);

@@ -191,6 +191,17 @@ USKB_API uint32_t uskb_zc_sock_next_id(struct uskb_zc_sock *zs);
 
 /** Bytes copied into the head before user frags begin (macvtap's GOODCOPY_LEN). */
 #define USKB_ZC_GOODCOPY_LEN 128
+/**
+ * Default of the size below which uskb_zerocopy_attach() copies everything:
+ * attaching costs a fixed ~40 ns (descriptors, the completion), copying
+ * grows with the size; on the development machine they cross between 384
+ * and 512 bytes (docs/benchmarks.md, bench/bench_zc.c). vhost-net uses 256.
+ */
+#define USKB_ZC_MIN_LEN 512
+
+/** Set the size below which attaching copies (default USKB_ZC_MIN_LEN). */
+USKB_API void uskb_zerocopy_set_min_len(unsigned int len);
+USKB_API unsigned int uskb_zerocopy_min_len(void);
 
 struct iovec;
 
@@ -199,9 +210,10 @@ struct iovec;
  * bytes (USKB_ZC_GOODCOPY_LEN is the macvtap default) are copied into the
  * head, the rest become frags that point straight into the caller's memory
  * (MANAGED_FRAG_REFS | SHARED_FRAG, no page references, read-only), and the
- * skb takes a reference on @uarg. When everything fits in @copy_len, or the
- * rest would need more than 17 frags, everything is copied instead and
- * @uarg is marked copied (its completion will say success = false).
+ * skb takes a reference on @uarg. When the data is shorter than
+ * uskb_zerocopy_min_len() or @copy_len, or the rest would need more than 17
+ * frags, everything is copied instead and @uarg is marked copied (its
+ * completion will say success = false).
  * The caller keeps its own reference and drops it with uskb_zcopy_put().
  * 0, -EINVAL (skb not linear or already zero-copy), -EMSGSIZE (no room for
  * the copied part), -ENOMEM; the skb is unchanged on error.
