@@ -7,6 +7,8 @@
 #include <string.h>
 #include <uskb/uskb.h>
 
+#include <sys/uio.h>
+
 #include "model.h"
 
 #define NSLOTS 8
@@ -26,9 +28,24 @@ struct slot {
 		return;                                                        \
 	} while (0)
 
+#define NOWNERS 4
+#define UMEM_SIZE 16384
+
+/* a zero-copy owner: its ubuf and what the model expects of it */
+struct owner {
+	struct uskb_ubuf ubuf; /* first: the callback finds the owner from it */
+	struct model *M;
+	bool active;	       /* ubuf initialised, completion not yet run */
+	bool sender_ref;       /* the sender's reference is still held */
+	bool just_completed;   /* checked after the current step */
+	int completions;
+};
+
 struct model {
 	struct model_src *src;
 	long skipped;
+	struct owner owners[NOWNERS];
+	unsigned char *umem, *umem_copy; /* user memory and what it must stay */
 	struct slot s[NSLOTS];
 	struct uskb_page *pages[NPAGES];
 	long op_index;
@@ -43,7 +60,7 @@ enum {
 	OP_EXPAND, OP_COW, OP_COW_HEAD, OP_UNCLONE, OP_UNSHARE, OP_GET, OP_PUT_USER,
 	OP_SHARE_CHECK, OP_MAY_PULL, OP_LINEARIZE, OP_COPY_BITS, OP_STORE_BITS, OP_SPLIT,
 	OP_COALESCE, OP_HEADER_RELEASE, OP_CHECKSUM, OP_CONDENSE, OP_CSUM_HELP,
-	OP_QUEUE, NOPS
+	OP_QUEUE, OP_ZC_ATTACH, OP_ZC_PUT, OP_ORPHAN_RX, OP_SKB_ZEROCOPY, NOPS
 };
 
 static const char *const names[NOPS] = {
@@ -52,7 +69,7 @@ static const char *const names[NOPS] = {
 	"expand_head", "cow", "cow_head", "unclone", "unshare", "get", "put_user",
 	"share_check", "may_pull", "linearize", "copy_bits", "store_bits", "split",
 	"try_coalesce", "header_release", "checksum", "condense", "checksum_help",
-	"queue",
+	"queue", "zc_attach", "zc_put", "orphan_frags_rx", "skb_zerocopy",
 };
 
 const char *model_op_name(int op)
@@ -286,6 +303,17 @@ static void verify_all(struct model *M)
 
 /* ---- operations ---- */
 
+/*
+ * Kernel rule: user memory that must be copied out before sharing (a tap
+ * ubuf, no DONT_ORPHAN) cannot be copied while the skb is shared — clone
+ * and pskb_copy then fail (-EINVAL). The model keeps out of that corner.
+ */
+static bool unshareable_zc(const struct uskb *skb)
+{
+	return uskb_zcopy(skb) && !(uskb_shinfo(skb)->flags & USKB_SKBFL_DONT_ORPHAN) &&
+	       uskb_shared(skb);
+}
+
 static bool writable(struct slot *s)
 {
 	return s->extra == 0; /* a shared skb must not be changed (kernel rule) */
@@ -428,7 +456,9 @@ static void op_add_frag(struct model *M, int i, struct slot *s, bool zero)
 	struct uskb_shared_info *sh;
 	unsigned int off, len;
 
-	if (!writable(s) || uskb_has_frag_list(s->skb) || s->mlen > MAX_PKT - 4096)
+	/* a zero-copy skb's frags belong to its ubuf (managed): add none */
+	if (!writable(s) || uskb_has_frag_list(s->skb) || s->mlen > MAX_PKT - 4096 ||
+	    uskb_zcopy(s->skb))
 		SKIP;
 	if (uskb_unclone(s->skb)) {
 		fail(M, i, "unclone failed");
@@ -452,7 +482,8 @@ static void op_frag_list(struct model *M, int i, struct slot *s)
 	if (j < 0 || j == i || !writable(s))
 		SKIP;
 	c = &M->s[j];
-	if (!writable(c) || uskb_has_frag_list(c->skb) || !c->mlen ||
+	/* a frag_list member gets shared with its parent's clones: no user memory there */
+	if (!writable(c) || uskb_has_frag_list(c->skb) || !c->mlen || uskb_zcopy(c->skb) ||
 	    s->mlen + c->mlen > MAX_PKT)
 		SKIP;
 	if (uskb_unclone(s->skb)) {
@@ -478,7 +509,7 @@ static void op_clone(struct model *M, int i, struct slot *s)
 	int j = empty_slot(M);
 	struct uskb *n;
 
-	if (j < 0)
+	if (j < 0 || unshareable_zc(s->skb))
 		SKIP;
 	n = uskb_clone(s->skb);
 	if (!n) {
@@ -498,7 +529,7 @@ static void op_copy(struct model *M, int i, struct slot *s, bool pskb)
 	struct uskb *n;
 	const struct uskb_shared_info *sh = uskb_shinfo(s->skb);
 
-	if (j < 0 || !may_grow(s))
+	if (j < 0 || !may_grow(s) || (pskb && unshareable_zc(s->skb)))
 		SKIP;
 	n = pskb ? uskb_pskb_copy(s->skb) : uskb_copy(s->skb);
 	if (!n) {
@@ -573,7 +604,7 @@ static void op_share_check(struct model *M, int i, struct slot *s)
 {
 	struct uskb *old = s->skb, *n;
 
-	if (!s->extra)
+	if (!s->extra || unshareable_zc(s->skb))
 		SKIP;
 	n = uskb_share_check(old);
 	if (!n || n == old) {
@@ -762,6 +793,195 @@ static void op_queue(struct model *M)
 		fail(M, -1, "queue not empty after dequeuing all");
 }
 
+/* ---- zero-copy ---- */
+
+/* each owner lends its own quarter of the user memory */
+#define OWNER_MEM (UMEM_SIZE / NOWNERS)
+
+static unsigned char *owner_mem(struct model *M, const struct owner *o)
+{
+	return M->umem + (o - M->owners) * OWNER_MEM;
+}
+
+/* does @skb (or its frag_list) still point into the memory of owner @o? */
+static bool points_into_user(struct model *M, const struct owner *o, const struct uskb *skb,
+			     int depth)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	const unsigned char *lo = owner_mem(M, o);
+	const struct uskb *it;
+	int i;
+
+	for (i = 0; i < sh->nr_frags; i++) {
+		const unsigned char *a = uskb_frag_address(&sh->frags[i]);
+
+		if (a >= lo && a < lo + OWNER_MEM)
+			return true;
+	}
+	if (depth < 3)
+		uskb_walk_frags(skb, it)
+			if (points_into_user(M, o, it, depth + 1))
+				return true;
+	return false;
+}
+
+static void zc_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct owner *o = (struct owner *)uarg;
+	struct model *M = o->M;
+	int i;
+
+	(void)skb;
+	(void)success;
+	o->completions++;
+	if (o->completions != 1)
+		fail(M, -1, "owner %ld completed %d times", (long)(o - M->owners), o->completions);
+	if (o->sender_ref)
+		fail(M, -1, "owner completed while its sender still holds a reference");
+	o->active = false;
+	o->just_completed = true; /* the step may still be freeing the skb in hand */
+	(void)i;
+}
+
+/* After a step: no live skb may point into the memory of an owner that completed. */
+static void check_completed(struct model *M)
+{
+	int k, i;
+
+	for (k = 0; k < NOWNERS; k++) {
+		struct owner *o = &M->owners[k];
+
+		if (!o->just_completed)
+			continue;
+		o->just_completed = false;
+		for (i = 0; i < NSLOTS; i++)
+			if (M->s[i].skb && points_into_user(M, o, M->s[i].skb, 0))
+				fail(M, i, "a frag still points into user memory after the completion");
+	}
+}
+
+static const struct uskb_ubuf_ops zc_ops = { .complete = zc_complete };
+static void check_completed(struct model *M);
+
+static void op_zc_attach(struct model *M)
+{
+	int j = empty_slot(M), k, nseg, n;
+	struct iovec iov[3];
+	struct owner *o = NULL;
+	unsigned int total = 0, copy_len;
+	struct uskb *skb;
+
+	if (j < 0)
+		SKIP;
+	/* an owner still sending, or a fresh one */
+	for (k = 0; k < NOWNERS && !o; k++)
+		if (M->owners[k].active && M->owners[k].sender_ref && below(M, 2))
+			o = &M->owners[k];
+	for (k = 0; k < NOWNERS && !o; k++)
+		if (!M->owners[k].active) {
+			o = &M->owners[k];
+			uskb_ubuf_init(&o->ubuf, &zc_ops,
+				       below(M, 2) ? USKB_SKBFL_ZEROCOPY_FRAG :
+						     USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+			o->active = true;
+			o->sender_ref = true;
+			o->completions = 0;
+		}
+	if (!o)
+		SKIP;
+	nseg = 1 + (int)below(M, 3);
+	for (k = 0; k < nseg; k++) {
+		unsigned int off = below(M, OWNER_MEM - 1), len = 1 + below(M, 3000);
+
+		if (off + len > OWNER_MEM)
+			len = OWNER_MEM - off;
+		iov[k].iov_base = owner_mem(M, o) + off;
+		iov[k].iov_len = len;
+		total += len;
+	}
+	skb = uskb_alloc(200 + below(M, 200));
+	uskb_reserve(skb, (int)below(M, 64));
+	copy_len = below(M, 2) ? USKB_ZC_GOODCOPY_LEN : below(M, 100);
+	if ((unsigned int)uskb_tailroom(skb) < total && (unsigned int)uskb_tailroom(skb) < copy_len + 1) {
+		uskb_free(skb);
+		SKIP;
+	}
+	n = uskb_zerocopy_attach(skb, iov, nseg, &o->ubuf, copy_len);
+	if (n == -EMSGSIZE) { /* small skb, copy needed: fine, nothing changed */
+		uskb_free(skb);
+		SKIP;
+	}
+	if (n) {
+		fail(M, j, "zerocopy_attach: %d", n);
+		uskb_free(skb);
+		return;
+	}
+	M->s[j].skb = skb;
+	M->s[j].extra = 0;
+	M->s[j].mlen = 0;
+	for (k = 0; k < nseg; k++)
+		m_insert(&M->s[j], M->s[j].mlen, iov[k].iov_base, (unsigned int)iov[k].iov_len);
+}
+
+static void op_zc_put(struct model *M)
+{
+	int k, start = (int)below(M, NOWNERS);
+
+	for (k = 0; k < NOWNERS; k++) {
+		struct owner *o = &M->owners[(start + k) % NOWNERS];
+
+		if (o->active && o->sender_ref) {
+			o->sender_ref = false;
+			uskb_zcopy_put(&o->ubuf);
+			return;
+		}
+	}
+	SKIP;
+}
+
+static void op_orphan_rx(struct model *M, int i, struct slot *s)
+{
+	if (!writable(s) || uskb_cloned(s->skb) || !uskb_zcopy(s->skb))
+		SKIP;
+	if (uskb_orphan_frags_rx(s->skb)) {
+		fail(M, i, "orphan_frags_rx failed");
+		return;
+	}
+	if (uskb_zcopy(s->skb))
+		fail(M, i, "orphan_frags_rx left the skb zero-copy");
+}
+
+static void op_skb_zerocopy(struct model *M, int i, struct slot *s)
+{
+	int j = empty_slot(M), hlen, hdr = (int)below(M, 40);
+	struct uskb *to;
+	unsigned int len;
+
+	if (j < 0 || !writable(s) || !s->mlen || uskb_has_frag_list(s->skb))
+		SKIP;
+	/* room for the copied part; the frags go by reference */
+	len = 1 + below(M, s->mlen);
+	hlen = (int)uskb_zerocopy_headlen(s->skb);
+	if (hlen > (int)len)
+		hlen = (int)len;
+	if (!s->skb->head_frag && !hlen)
+		SKIP;
+	if (uskb_shinfo(s->skb)->nr_frags + 1 > USKB_MAX_SKB_FRAGS)
+		SKIP;
+	to = uskb_alloc((unsigned int)(hdr + hlen));
+	uskb_put_zero(to, (unsigned int)hdr);
+	if (uskb_zerocopy(to, s->skb, (int)len, hlen)) {
+		fail(M, i, "skb_zerocopy(%u, %d) failed", len, hlen);
+		uskb_free(to);
+		return;
+	}
+	M->s[j].skb = to;
+	M->s[j].extra = 0;
+	memset(M->scratch, 0, (size_t)hdr);
+	m_set(&M->s[j], M->scratch, (unsigned int)hdr);
+	m_insert(&M->s[j], (unsigned int)hdr, s->m, len);
+}
+
 static void step(struct model *M)
 {
 	int op = (int)below(M, NOPS), i;
@@ -774,6 +994,14 @@ static void step(struct model *M)
 	}
 	if (op == OP_QUEUE) {
 		op_queue(M);
+		return;
+	}
+	if (op == OP_ZC_ATTACH) {
+		op_zc_attach(M);
+		return;
+	}
+	if (op == OP_ZC_PUT) {
+		op_zc_put(M);
 		return;
 	}
 	i = full_slot(M);
@@ -848,6 +1076,8 @@ static void step(struct model *M)
 			uskb_condense(s->skb);
 		break;
 	case OP_CSUM_HELP: op_csum_help(M, i, s); break;
+	case OP_ORPHAN_RX: op_orphan_rx(M, i, s); break;
+	case OP_SKB_ZEROCOPY: op_skb_zerocopy(M, i, s); break;
 	}
 }
 
@@ -860,6 +1090,14 @@ void model_run(struct model_src *src, long max_ops, int verify_every, struct mod
 		abort();
 	M->src = src;
 	memset(res, 0, sizeof(*res));
+	M->umem = malloc(UMEM_SIZE);
+	M->umem_copy = malloc(UMEM_SIZE);
+	if (!M->umem || !M->umem_copy)
+		abort();
+	rand_bytes(M, M->umem, UMEM_SIZE);
+	memcpy(M->umem_copy, M->umem, UMEM_SIZE);
+	for (i = 0; i < NOWNERS; i++)
+		M->owners[i].M = M;
 	for (i = 0; i < NPAGES; i++) {
 		M->pages[i] = uskb_page_alloc(0);
 		if (!M->pages[i])
@@ -871,20 +1109,39 @@ void model_run(struct model_src *src, long max_ops, int verify_every, struct mod
 		long before = M->skipped;
 
 		step(M);
+		check_completed(M);
 		res->counts[M->cur_op]++;
 		if (M->skipped != before)
 			res->skipped[M->cur_op]++;
 		if (verify_every <= 1 || M->op_index % verify_every == 0)
 			verify_all(M);
+		/* user memory is never written (checked now and then: it is 16 KiB) */
+		if (M->op_index % 512 == 0 && memcmp(M->umem, M->umem_copy, UMEM_SIZE))
+			fail(M, -1, "user memory was written");
 	}
 	verify_all(M);
 	res->ops = M->op_index;
-	res->failed = M->failed;
 	for (i = 0; i < NSLOTS; i++) {
 		if (M->s[i].skb)
 			slot_release(&M->s[i]);
 		free(M->s[i].m);
 	}
+	/* every owner completes exactly once, after its sender lets go */
+	for (i = 0; i < NOWNERS; i++) {
+		struct owner *o = &M->owners[i];
+
+		if (o->active && o->sender_ref) {
+			o->sender_ref = false;
+			uskb_zcopy_put(&o->ubuf);
+		}
+		if (o->active)
+			fail(M, -1, "owner %d never completed", i);
+	}
+	if (memcmp(M->umem, M->umem_copy, UMEM_SIZE))
+		fail(M, -1, "user memory was written");
+	res->failed = M->failed;
+	free(M->umem);
+	free(M->umem_copy);
 	for (i = 0; i < NPAGES; i++) {
 		if (uskb_page_ref_count(M->pages[i]) != 1 && !res->failed) {
 			fprintf(stderr, "model: page %d has %d references after all skbs were freed\n",
