@@ -117,6 +117,45 @@ static void test_clone_orphans(void)
 	}
 }
 
+/* the vhost flavour: buffers complete out of order; the owner sees its descriptors */
+static unsigned long done_desc[8];
+static int ndone;
+
+static void vhost_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct uskb_ubuf_desc *d = (struct uskb_ubuf_desc *)uarg;
+
+	(void)skb;
+	done_desc[ndone++] = d->desc * 10 + success; /* DMA_DONE_LEN / FAILED_LEN */
+}
+
+static void test_vhost_flavour(void)
+{
+	static const struct uskb_ubuf_ops vops = { .complete = vhost_complete };
+	struct uskb_ubuf_desc d[3];
+	struct uskb *skb[3], *c;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		struct iovec iov = { umem + i * 4096, 3000 };
+
+		uskb_ubuf_init(&d[i].ubuf, &vops, USKB_SKBFL_ZEROCOPY_FRAG);
+		d[i].desc = (unsigned long)i + 1; /* ring index */
+		skb[i] = uskb_alloc(256);
+		CHECK_EQ(uskb_zerocopy_attach(skb[i], &iov, 1, &d[i].ubuf, USKB_ZC_GOODCOPY_LEN), 0);
+		uskb_zcopy_put(&d[i].ubuf);
+	}
+	c = uskb_clone(skb[1]); /* a tap holds a clone of #2: its data is copied */
+	uskb_free(skb[2]);
+	uskb_free(skb[0]);
+	uskb_free(skb[1]);
+	uskb_free(c);
+	CHECK_EQ(ndone, 3);
+	CHECK_EQ(done_desc[0], 20); /* #2 copied: FAILED, reported at clone time */
+	CHECK_EQ(done_desc[1], 31); /* #3 done */
+	CHECK_EQ(done_desc[2], 11); /* #1 done */
+}
+
 /* MSG_ZEROCOPY flavour: DONT_ORPHAN, clones share the user memory */
 static void test_clone_dont_orphan(void)
 {
@@ -482,6 +521,7 @@ int main(void)
 	memcpy(umem_copy, umem, UMEM);
 	test_attach_free();
 	test_clone_orphans();
+	test_vhost_flavour();
 	test_clone_dont_orphan();
 	test_orphan_rx_and_linearize();
 	test_split();

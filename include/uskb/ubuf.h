@@ -54,6 +54,19 @@ struct uskb_ubuf {
 };
 
 /**
+ * The vhost / tap flavour (the other half of struct ubuf_info_msgzc): the
+ * owner's descriptor (vhost: the ring index of the buffer) and context
+ * (vhost: its per-queue ubufs). Embed it and recover it from the ubuf in
+ * ->complete; flags USKB_SKBFL_ZEROCOPY_FRAG (no DONT_ORPHAN: a clone that
+ * could be held copies the data).
+ */
+struct uskb_ubuf_desc {
+	struct uskb_ubuf ubuf;
+	unsigned long desc;
+	void *ctx;
+};
+
+/**
  * Set up @uarg with one reference (the sender's) and @flags (typically
  * USKB_SKBFL_ZEROCOPY_FRAG, plus USKB_SKBFL_DONT_ORPHAN for MSG_ZEROCOPY).
  */
