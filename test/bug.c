@@ -125,24 +125,13 @@ static void frag_list_cloned(void)
 	uskb_append_frag_list(skb, uskb_alloc(64));
 }
 
-static struct uskb *remote_skb;
-
-static void *alloc_remote(void *arg)
-{
-	(void)arg;
-	remote_skb = uskb_alloc(64);
-	return NULL;
-}
-
 /* the first free defers it to its owner's list; the second must still be caught */
 static void double_free_deferred(void)
 {
-	pthread_t th;
+	struct uskb *skb = t_alloc_on_other_thread(64);
 
-	pthread_create(&th, NULL, alloc_remote, NULL);
-	pthread_join(th, NULL);
-	uskb_free(remote_skb);
-	uskb_free(remote_skb);
+	uskb_free(skb);
+	uskb_free(skb);
 }
 
 static const struct {

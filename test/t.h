@@ -70,8 +70,33 @@ static inline int t_skb_equals(const struct uskb *skb, const void *want, size_t 
 	return ok;
 }
 
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+struct t_remote {
+	unsigned int size;
+	struct uskb *skb;
+};
+
+static inline void *t_remote_alloc(void *arg)
+{
+	struct t_remote *r = arg;
+
+	r->skb = uskb_alloc(r->size);
+	return NULL;
+}
+
+/* An skb owned by another thread (which has exited by the time this returns). */
+static inline struct uskb *t_alloc_on_other_thread(unsigned int size)
+{
+	struct t_remote r = { size, NULL };
+	pthread_t th;
+
+	pthread_create(&th, NULL, t_remote_alloc, &r);
+	pthread_join(th, NULL);
+	return r.skb;
+}
 
 /*
  * Run @fn(@arg) in a child process with its stdout and stderr captured into

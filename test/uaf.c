@@ -28,25 +28,14 @@ static void touch_freed_skb(void)
 	sink = skb->len;
 }
 
-static struct uskb *remote;
-
-static void *alloc_remote(void *arg)
-{
-	(void)arg;
-	remote = uskb_alloc(100);
-	uskb_put(remote, 10);
-	return NULL;
-}
-
 /* freed by another thread than its owner: it waits on the owner's defer list */
 static void touch_deferred_skb(void)
 {
-	pthread_t th;
+	struct uskb *skb = t_alloc_on_other_thread(100);
 
-	pthread_create(&th, NULL, alloc_remote, NULL);
-	pthread_join(th, NULL);
-	uskb_free(remote);
-	sink = remote->len;
+	uskb_put(skb, 10);
+	uskb_free(skb);
+	sink = skb->len;
 }
 
 static void touch_freed_page(void)
