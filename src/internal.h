@@ -321,6 +321,5 @@ __hidden int64_t __uskb_slab_pages(void);
 
 /* mem layer internals */
 __hidden void __uskb_page_stats(struct uskb_stats *st);
-__hidden int64_t __uskb_frag_cache_pages(void);
 
 #endif

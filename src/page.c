@@ -712,8 +712,3 @@ void __uskb_page_stats(struct uskb_stats *st)
 	st->pool_pages_idle = atomic_load(&pool_idle);
 	st->frag_cache_pages = atomic_load(&frag_cache_pages);
 }
-
-int64_t __uskb_frag_cache_pages(void)
-{
-	return atomic_load(&frag_cache_pages);
-}
