@@ -157,7 +157,7 @@ void __uskb_tls_release(struct uskb_tls *t)
 
 void uskb_thread_flush(void)
 {
-	struct uskb_tls *t = uskb_tls(), *d, *dead[USKB_MAX_OWNERS];
+	struct uskb_tls *t = uskb_tls(), *d, **dead;
 	int n = 0, i;
 
 	flush_caches(t);
@@ -167,11 +167,13 @@ void uskb_thread_flush(void)
 	 * destructors); a slot adopted meanwhile is drained by both, safely.
 	 */
 	pthread_mutex_lock(&reg.lock);
-	for (d = reg.dead; d; d = d->next_dead)
+	dead = malloc((size_t)reg.nslots * sizeof(*dead) + 1);
+	for (d = reg.dead; d && dead; d = d->next_dead)
 		dead[n++] = d;
 	pthread_mutex_unlock(&reg.lock);
 	for (i = 0; i < n; i++)
 		__uskb_defer_drain(t, dead[i]);
+	free(dead);
 	/* the drains refilled our caches: give those back too */
 	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
