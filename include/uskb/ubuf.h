@@ -228,8 +228,12 @@ struct iovec;
  * frags, everything is copied instead and @uarg is marked copied (its
  * completion will say success = false).
  * The caller keeps its own reference and drops it with uskb_zcopy_put().
+ * One sender builds its skbs on one ubuf at a time (as one sendmsg does):
+ * attaching to the same ubuf from two threads at once is not supported.
  * 0, -EINVAL (skb not linear or already zero-copy), -EMSGSIZE (no room for
- * the copied part), -ENOMEM; the skb is unchanged on error.
+ * the copied part), -ENOMEM: the skb is then unchanged. An error from
+ * ops->link_skb is returned with the skb already attached (freeing it
+ * drops its reference).
  */
 USKB_API int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 				  struct uskb_ubuf *uarg, unsigned int copy_len);
