@@ -117,6 +117,27 @@ static void test_clone_orphans(void)
 	}
 }
 
+/* kernel rule: a shared tap-flavour skb cannot be copied out, so it cannot be cloned */
+static void test_shared_tap_clone_fails(void)
+{
+	struct owner o;
+	struct uskb *skb;
+
+	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG);
+	skb = attach(&o, 0, 5000, 1);
+	uskb_zcopy_put(&o.ubuf);
+	uskb_get(skb); /* a second user */
+	errno = 0;
+	CHECK(uskb_clone(skb) == NULL && errno == ENOMEM);
+	CHECK(uskb_pskb_copy(skb) == NULL);
+	CHECK(points_into_user(skb)); /* nothing was changed */
+	CHECK_EQ(atomic_load(&o.completions), 0);
+	uskb_free(skb);
+	uskb_free(skb);
+	CHECK_EQ(atomic_load(&o.completions), 1);
+	CHECK_EQ(atomic_load(&o.successes), 1);
+}
+
 /* the vhost flavour: buffers complete out of order; the owner sees its descriptors */
 static unsigned long done_desc[8];
 static int ndone;
@@ -522,6 +543,7 @@ int main(void)
 	test_attach_free();
 	test_clone_orphans();
 	test_vhost_flavour();
+	test_shared_tap_clone_fails();
 	test_clone_dont_orphan();
 	test_orphan_rx_and_linearize();
 	test_split();
