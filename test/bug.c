@@ -11,14 +11,6 @@
 #include <unistd.h>
 #include "t.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
-
 typedef void (*misuse_fn)(void);
 
 static void put_past_end(void)

@@ -11,6 +11,15 @@
 
 #define T_SKIP 77
 
+/* HAVE_ASAN: built with AddressSanitizer (gcc or clang) */
+#if defined(__SANITIZE_ADDRESS__)
+#define HAVE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HAVE_ASAN 1
+#endif
+#endif
+
 static int t_failures;
 
 #define CHECK(cond)                                                            \

@@ -9,14 +9,6 @@
 #include <unistd.h>
 #include "t.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
-
 static volatile unsigned int sink;
 
 static void touch_freed_skb(void)
