@@ -17,5 +17,6 @@
 #include "stats.h"
 #include "cache.h"
 #include "ubuf.h"
+#include "dev.h"
 
 #endif

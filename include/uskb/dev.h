@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_DEV_H
+#define USKB_DEV_H
+
+/**
+ * @file dev.h
+ * The device layer (struct net_device + ndo_start_xmit): transmit backends
+ * with feature flags, a burst transmit with a result per skb, and counters.
+ * Devices are named by spec strings:
+ *   "null"        consumes every skb (pktgen into a dummy device);
+ *   "pcap:FILE"   writes each frame — head, frags and frag_list — to a
+ *                 classic pcap file (Ethernet, microsecond timestamps).
+ */
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uskb;
+
+/** Feature flags (NETIF_F_*). */
+enum {
+	USKB_DEV_F_SG = 1 << 0,		 /**< takes paged skbs (NETIF_F_SG) */
+	USKB_DEV_F_IP_CSUM = 1 << 1,	 /**< completes CHECKSUM_PARTIAL for IPv4 */
+	USKB_DEV_F_IPV6_CSUM = 1 << 2,	 /**< ... and for IPv6 */
+	USKB_DEV_F_ZEROCOPY = 1 << 3,	 /**< keeps no reference to user frags past xmit */
+	USKB_DEV_F_TX_SKB_SHARING = 1 << 4, /**< an skb may be sent while still shared (IFF_TX_SKB_SHARING) */
+};
+
+/** Per-skb transmit result (netdev_tx_t / NET_XMIT_*). */
+enum {
+	USKB_XMIT_OK = 0,   /**< sent; the device consumed the skb reference */
+	USKB_XMIT_DROP = 1, /**< dropped; the device consumed the skb reference */
+	USKB_XMIT_BUSY = 2, /**< not taken: the reference is still the caller's */
+};
+
+struct uskb_dev_stats {
+	uint64_t tx_packets;
+	uint64_t tx_bytes;
+	uint64_t tx_dropped;
+	uint64_t tx_busy;
+};
+
+struct uskb_dev;
+
+struct uskb_dev_ops {
+	const char *type; /**< the spec prefix */
+	int (*open)(struct uskb_dev *dev, const char *arg);
+	void (*close)(struct uskb_dev *dev);
+	/** Send @n skbs on @queue; fill @res[i] with USKB_XMIT_*. */
+	void (*xmit)(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n,
+		     int *res);
+};
+
+struct uskb_dev {
+	char name[64];
+	const struct uskb_dev_ops *ops;
+	uint32_t features; /**< USKB_DEV_F_* */
+	unsigned int mtu;  /**< largest frame without the Ethernet header */
+	unsigned int nqueues;
+	uint8_t mac[6];
+	struct uskb_dev_stats stats;
+	void *priv;
+};
+
+/**
+ * Open a device from its spec ("null", "pcap:FILE"). NULL + errno (EINVAL
+ * for an unknown type or a missing argument; the open's own errno
+ * otherwise). uskb_dev_strerror() describes the last failure of this thread.
+ */
+USKB_API struct uskb_dev *uskb_dev_open(const char *spec);
+/** One line explaining why the calling thread's last uskb_dev_open failed. */
+USKB_API const char *uskb_dev_strerror(void);
+/** Flush and close; NULL is ignored. */
+USKB_API void uskb_dev_close(struct uskb_dev *dev);
+/**
+ * Transmit a burst: the device consumes the reference of every skb it
+ * reports OK or DROP; BUSY ones stay the caller's. @res may be NULL.
+ * Returns how many were sent (OK).
+ */
+USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs,
+			   int n, int *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/* The device layer and its built-in devices: null and pcap. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "internal.h"
+#include "uskb/dev.h"
+
+static __thread char dev_err[256];
+
+const char *uskb_dev_strerror(void)
+{
+	return dev_err[0] ? dev_err : "no error";
+}
+
+/* ---- null: consumes everything (pktgen to a dummy device) ---- */
+
+static int null_open(struct uskb_dev *dev, const char *arg)
+{
+	if (arg && *arg) {
+		snprintf(dev_err, sizeof(dev_err), "null: takes no argument (got \"%s\")", arg);
+		return -EINVAL;
+	}
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM |
+			USKB_DEV_F_ZEROCOPY | USKB_DEV_F_TX_SKB_SHARING;
+	return 0;
+}
+
+static void null_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n,
+		      int *res)
+{
+	int i;
+
+	(void)dev;
+	(void)queue;
+	for (i = 0; i < n; i++) {
+		res[i] = USKB_XMIT_OK;
+		uskb_consume(skbs[i]);
+	}
+}
+
+/* ---- pcap: every frame to a file ---- */
+
+struct pcap_priv {
+	FILE *f;
+	unsigned char buf[65536];
+};
+
+static int pcap_open(struct uskb_dev *dev, const char *arg)
+{
+	/* classic pcap: magic, v2.4, GMT offset 0, sigfigs 0, snaplen, LINKTYPE_ETHERNET */
+	static const uint32_t hdr[6] = { 0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1 };
+	struct pcap_priv *p;
+
+	if (!arg || !*arg) {
+		snprintf(dev_err, sizeof(dev_err), "pcap: give a file, as in pcap:out.pcap");
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->f = fopen(arg, "wb");
+	if (!p->f) {
+		int err = errno;
+
+		snprintf(dev_err, sizeof(dev_err), "pcap: cannot create %s: %s", arg, strerror(err));
+		free(p);
+		return -err;
+	}
+	if (fwrite(hdr, sizeof(hdr), 1, p->f) != 1) {
+		snprintf(dev_err, sizeof(dev_err), "pcap: cannot write %s", arg);
+		fclose(p->f);
+		free(p);
+		return -EIO;
+	}
+	dev->priv = p;
+	/* a capture file takes anything, as the NIC would: SG, no offloads */
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_ZEROCOPY | USKB_DEV_F_TX_SKB_SHARING;
+	return 0;
+}
+
+static void pcap_close(struct uskb_dev *dev)
+{
+	struct pcap_priv *p = dev->priv;
+
+	fclose(p->f);
+	free(p);
+}
+
+static void pcap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n,
+		      int *res)
+{
+	struct pcap_priv *p = dev->priv;
+	struct timeval tv;
+	int i;
+
+	(void)queue;
+	gettimeofday(&tv, NULL);
+	for (i = 0; i < n; i++) {
+		struct uskb *skb = skbs[i];
+		unsigned int caplen = skb->len < sizeof(p->buf) ? skb->len : sizeof(p->buf);
+		uint32_t rec[4] = { (uint32_t)tv.tv_sec, (uint32_t)tv.tv_usec, caplen, skb->len };
+
+		/* head, frags and frag_list, in order */
+		if (uskb_copy_bits(skb, 0, p->buf, (int)caplen) ||
+		    fwrite(rec, sizeof(rec), 1, p->f) != 1 || fwrite(p->buf, caplen, 1, p->f) != 1)
+			res[i] = USKB_XMIT_DROP;
+		else
+			res[i] = USKB_XMIT_OK;
+		uskb_consume(skb);
+	}
+}
+
+static const struct uskb_dev_ops builtin[] = {
+	{ .type = "null", .open = null_open, .xmit = null_xmit },
+	{ .type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit },
+};
+
+struct uskb_dev *uskb_dev_open(const char *spec)
+{
+	const char *colon, *arg = NULL;
+	struct uskb_dev *dev;
+	size_t tlen;
+	unsigned int i;
+	int err;
+
+	dev_err[0] = 0;
+	if (!spec || !*spec) {
+		snprintf(dev_err, sizeof(dev_err), "no device given");
+		errno = EINVAL;
+		return NULL;
+	}
+	colon = strchr(spec, ':');
+	tlen = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (colon)
+		arg = colon + 1;
+	for (i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
+		if (strlen(builtin[i].type) == tlen && !strncmp(spec, builtin[i].type, tlen))
+			break;
+	if (i == sizeof(builtin) / sizeof(builtin[0])) {
+		snprintf(dev_err, sizeof(dev_err),
+			 "unknown device \"%s\": use null or pcap:FILE", spec);
+		errno = EINVAL;
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	snprintf(dev->name, sizeof(dev->name), "%s", spec);
+	dev->ops = &builtin[i];
+	dev->mtu = 1500;
+	dev->nqueues = 1;
+	memcpy(dev->mac, "\x02\x00\x00\x00\x00\x01", 6);
+	err = dev->ops->open(dev, arg);
+	if (err) {
+		free(dev);
+		errno = -err;
+		return NULL;
+	}
+	return dev;
+}
+
+void uskb_dev_close(struct uskb_dev *dev)
+{
+	if (!dev)
+		return;
+	if (dev->ops->close)
+		dev->ops->close(dev);
+	free(dev);
+}
+
+int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
+{
+	int local[64], i, sent = 0, done = 0;
+	unsigned int lens[64];
+
+	if (uskb_unlikely(queue >= dev->nqueues))
+		uskb_bug("dev_xmit", NULL, "%s has no queue %u", dev->name, queue);
+	/* in chunks of 64: the lengths are read before the device consumes the skbs */
+	while (done < n) {
+		int k = n - done < 64 ? n - done : 64;
+		int *r = res ? res + done : local;
+
+		for (i = 0; i < k; i++) {
+			struct uskb *skb = skbs[done + i];
+
+			/* a nonlinear skb needs a scatter-gather device (the stack linearizes) */
+			if (uskb_unlikely(uskb_is_nonlinear(skb) && !(dev->features & USKB_DEV_F_SG)))
+				uskb_bug("dev_xmit", skb, "paged skb to %s, which has no SG", dev->name);
+			lens[i] = skb->len;
+		}
+		dev->ops->xmit(dev, queue, skbs + done, k, r);
+		for (i = 0; i < k; i++) {
+			if (r[i] == USKB_XMIT_OK) {
+				sent++;
+				dev->stats.tx_packets++;
+				dev->stats.tx_bytes += lens[i];
+			} else if (r[i] == USKB_XMIT_DROP) {
+				dev->stats.tx_dropped++;
+			} else {
+				dev->stats.tx_busy++;
+			}
+		}
+		done += k;
+	}
+	return sent;
+}
