@@ -37,7 +37,7 @@ Q :=
 quiet =
 endif
 
-LIB_SRCS    := $(wildcard src/*.c)
+LIB_SRCS    := $(wildcard src/*.c src/pktgen/*.c)
 LIB_OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 HEADERS     := $(wildcard include/uskb/*.h)
 STATIC      := $(BUILD)/libuskb.a

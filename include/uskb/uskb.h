@@ -18,5 +18,6 @@
 #include "cache.h"
 #include "ubuf.h"
 #include "dev.h"
+#include "pktgen.h"
 
 #endif
