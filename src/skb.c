@@ -395,43 +395,75 @@ static inline bool is_zcopy(const struct uskb *skb)
  * owner is another thread: push it onto the owner's defer list. False when
  * it must be freed here instead (fclone, zero-copy, no live owner, cap).
  */
-static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
+/* A chain of deferred skbs for one owner, pushed with one exchange. */
+struct defer_batch {
+	struct uskb_tls *o;
+	struct uskb *first, *last;
+	long n;
+};
+
+/*
+ * Push a chain (linked through ll_next, NULL-terminated) onto its owner's
+ * defer list: counted against defer_max first, as the kernel does, kicking
+ * the owner when the count crosses half. False (nothing changed) when the
+ * owner is gone or the list is full: the caller frees the skbs itself.
+ */
+static bool push_chain(struct uskb_tls *t, struct defer_batch *b)
 {
 	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
-	struct uskb_tls *o;
-	struct uskb *head;
-	long n;
+	struct uskb *head, *skb;
+	long before;
 
-	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !max || is_zcopy(skb) ||
-	    skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
-		goto direct;
-	o = __uskb_owner_tab[skb->alloc_cpu];
 	/* acquire: pairs with the release that made the slot alive */
-	if (!o || !atomic_load_explicit(&o->alive, memory_order_acquire))
-		goto direct;
-	/* relaxed: the count only bounds the list; the push publishes the skb */
-	n = atomic_fetch_add_explicit(&o->defer_count, 1, memory_order_relaxed) + 1;
-	if (n >= (long)max) {
+	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
+		return false;
+	/* relaxed: the count only bounds the list; the push publishes the skbs */
+	before = atomic_fetch_add_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
+	if (before + b->n >= (long)max) {
 		/* full: take the count back, so it keeps meaning "skbs on the list" */
-		atomic_fetch_sub_explicit(&o->defer_count, 1, memory_order_relaxed);
-		goto direct;
+		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
+		return false;
 	}
-	/* a second free of a deferred skb must still see users == 0 */
-	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-	defer_poison(skb);
-	head = atomic_load_explicit(&o->defer_head, memory_order_relaxed);
+	for (skb = b->first; skb; skb = skb->ll_next) {
+		/* a second free of a deferred skb must still see users == 0 */
+		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+		defer_poison(skb);
+	}
+	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
 	do {
-		skb->ll_next = head;
-		/* release: the owner's exchange must see the whole skb */
-	} while (!atomic_compare_exchange_weak_explicit(&o->defer_head, &head, skb,
+		b->last->ll_next = head;
+		/* release: the owner's exchange must see every skb of the chain */
+	} while (!atomic_compare_exchange_weak_explicit(&b->o->defer_head, &head, b->first,
 							memory_order_release,
 							memory_order_relaxed));
-	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], 1);
+	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], b->n);
 	/* unlikely: one kick per fill of half the cap */
-	if (uskb_unlikely(n == (long)(max >> 1)))
-		__uskb_defer_kick(o);
+	if (uskb_unlikely(before < (long)(max >> 1) && before + b->n >= (long)(max >> 1)))
+		__uskb_defer_kick(b->o);
 	return true;
-direct:
+}
+
+/* The owner to defer @skb to, or NULL when it must be freed here. */
+static struct uskb_tls *defer_owner(const struct uskb *skb)
+{
+	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !uskb_cfg(&__uskb_cfg.defer_max) ||
+	    is_zcopy(skb) || skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
+		return NULL;
+	return __uskb_owner_tab[skb->alloc_cpu];
+}
+
+/*
+ * skb_attempt_defer_free() for an skb whose last user is gone and whose
+ * owner is another thread. False when it must be freed here instead
+ * (fclone, zero-copy, no live owner, cap).
+ */
+static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
+{
+	struct defer_batch b = { defer_owner(skb), skb, skb, 1 };
+
+	skb->ll_next = NULL;
+	if (b.o && push_chain(t, &b))
+		return true;
 	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], 1);
 	return false;
 }
@@ -513,56 +545,16 @@ fail:
 	return -ENOMEM;
 }
 
-/* A chain of deferred skbs for one owner, pushed with one exchange. */
-struct defer_batch {
-	struct uskb_tls *o;
-	struct uskb *first, *last;
-	long n;
-};
-
+/* Push a gathered chain, or free it here when the owner cannot take it. */
 static void batch_push(struct uskb_tls *t, struct defer_batch *b)
 {
-	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
-	struct uskb *head;
-	long before = 0;
+	struct uskb *skb, *next;
 
-	/* acquire: pairs with the release that made the slot alive */
-	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
-		goto direct;
-	/* relaxed: see defer_to_owner() */
-	before = atomic_fetch_add_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
-	if (before + b->n >= (long)max) {
-		/* take our count back: it must not stay up with nothing on the list */
-		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
-		goto direct;
-	}
-	{
-		struct uskb *skb;
-
-		for (skb = b->first; skb; skb = skb->ll_next) {
-			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-			defer_poison(skb);
-		}
-	}
-	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
-	do {
-		b->last->ll_next = head;
-		/* release: the owner's exchange must see every skb of the chain */
-	} while (!atomic_compare_exchange_weak_explicit(&b->o->defer_head, &head, b->first,
-							memory_order_release,
-							memory_order_relaxed));
-	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], b->n);
-	if (before < (long)(max >> 1) && before + b->n >= (long)(max >> 1))
-		__uskb_defer_kick(b->o);
-	return;
-direct:
-	{
-		struct uskb *skb, *next;
-
-		for (skb = b->first; skb; skb = next) {
-			next = skb->ll_next;
-			free_local(t, skb);
-		}
+	if (push_chain(t, b))
+		return;
+	for (skb = b->first; skb; skb = next) {
+		next = skb->ll_next;
+		free_local(t, skb);
 	}
 	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], b->n);
 }
@@ -586,12 +578,11 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			free_local(t, skb);
 			continue;
 		}
-		/* gather per owner; the rare cases take the single path */
-		o = skb->alloc_cpu >= 0 && skb->alloc_cpu < USKB_MAX_OWNERS ?
-			    __uskb_owner_tab[skb->alloc_cpu] : NULL;
-		if (!o || skb->fclone != USKB_FCLONE_UNAVAILABLE || is_zcopy(skb)) {
-			if (!defer_to_owner(t, skb))
-				free_local(t, skb);
+		/* gather per owner; skbs that cannot be deferred are freed here */
+		o = defer_owner(skb);
+		if (!o) {
+			uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], 1);
+			free_local(t, skb);
 			continue;
 		}
 		for (k = 0; k < nb && b[k].o != o; k++)
