@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Per-thread caches and deferred free (issue: caches):
- *  1. same-thread alloc+free, one at a time and in bursts of 32 (uskb, malloc)
+ *  1. same-thread alloc+free in bursts of 32 (uskb, malloc; one at a time is
+ *     bench_core's alloc_free)
  *  2. producer/consumer across two threads, burst 32, in Mops/s: uskb with
  *     the defer list (default), uskb with every free going to the shared
  *     locked pool (cache and deferral off), malloc
@@ -122,18 +123,7 @@ int main(void)
 	int j;
 
 	/* 1. same thread */
-	BENCH("st1.malloc", N, for (i = 0; i < N; i++) {
-		void *s = malloc(sizeof(struct uskb));
-		void *h = malloc(256 + 320);
-		bench_sink += (unsigned long)s ^ (unsigned long)h;
-		free(h);
-		free(s);
-	});
-	BENCH("st1.uskb", N, for (i = 0; i < N; i++) {
-		struct uskb *skb = uskb_alloc(256);
-		bench_sink += skb->end;
-		uskb_free(skb);
-	});
+	/* one at a time: alloc_free.* in bench_core */
 	BENCH("st32.malloc", N, for (i = 0; i < N / BURST; i++) {
 		void *s[BURST], *h[BURST];
 		for (j = 0; j < BURST; j++) {

@@ -86,11 +86,6 @@ int main(int argc, char **argv)
 		bench_sink += m->buf_len;
 		rte_pktmbuf_free(m);
 	});
-	BENCH("st1.dpdk", N, for (i = 0; i < N; i++) {
-		m = rte_pktmbuf_alloc(mp);
-		bench_sink += m->buf_len;
-		rte_pktmbuf_free(m);
-	});
 	BENCH("st32.dpdk", N, for (i = 0; i < N / BURST; i++) {
 		if (rte_pktmbuf_alloc_bulk(mp, v, BURST))
 			abort();
