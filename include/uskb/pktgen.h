@@ -4,9 +4,18 @@
 
 /**
  * @file pktgen.h
- * uskb-pktgen, work in progress: the packet builder (the kernel pktgen's
- * fill_packet_ipv4 / fill_packet_ipv6 / pktgen_finalize_skb). The engine,
- * its command language and the CLI come next.
+ * uskb-pktgen: the kernel's packet generator in userspace.
+ *
+ * The engine keeps the kernel's files as names: "pgctrl", one "kpktgend_N"
+ * per generator thread and one file per device added to a thread (the name
+ * given to add_device, DEV or DEV@tag). uskb_pktgen_write() is an
+ * `echo CMD > /proc/net/pktgen/FILE`; uskb_pktgen_read() is a `cat`. The
+ * device part of a name (before '@') is a device registered with
+ * uskb_pktgen_register_dev(), or else a uskb_dev_open() spec ("null",
+ * "pcap:FILE").
+ *
+ * The packet builder underneath (fill_packet_ipv4 / fill_packet_ipv6 /
+ * pktgen_finalize_skb) is usable on its own: uskb_pktgen_build().
  */
 
 #include "common.h"
@@ -51,6 +60,64 @@ struct uskb_pktgen_pkt {
  */
 USKB_API struct uskb *uskb_pktgen_build(const struct uskb_pktgen_pkt *p,
 					const struct uskb_dev *dev, struct uskb_page *zero_page);
+
+struct uskb_pktgen;
+
+/** Engine options; zeroes give the defaults. */
+struct uskb_pktgen_opts {
+	int nthreads;	/**< kpktgend_0..N-1; 0: one per online CPU */
+	bool no_pin;	/**< do not pin kpktgend_N to CPU N % ncpus */
+	bool seeded;	/**< use @seed for the random flags (else the clock) */
+	uint64_t seed;
+};
+
+/** A new engine with its threads (not yet running). NULL + errno. */
+USKB_API struct uskb_pktgen *uskb_pktgen_new(const struct uskb_pktgen_opts *opts);
+/** Stop, remove every device (dropping their skbs and pages), free. */
+USKB_API void uskb_pktgen_free(struct uskb_pktgen *pg);
+/** Number of kpktgend_N threads. */
+USKB_API int uskb_pktgen_nthreads(const struct uskb_pktgen *pg);
+/**
+ * Make @dev known as @name to add_device (the caller keeps ownership and
+ * must keep it open until the engine is freed). 0 or -EEXIST / -ENOMEM.
+ */
+USKB_API int uskb_pktgen_register_dev(struct uskb_pktgen *pg, const char *name,
+				      struct uskb_dev *dev);
+/**
+ * Write one command to @file, as a write() to /proc/net/pktgen/FILE
+ * (trailing newline optional). "start" to pgctrl blocks until every device
+ * has stopped or uskb_pktgen_stop() is called. 0, or -errno as the kernel's
+ * write would fail (EINVAL: unknown command or bad value, ENOENT: no such
+ * file, EBUSY: the device is running, ENOTSUP (the kernel's ENOTSUPP):
+ * refused for this device). The reply is in uskb_pktgen_result().
+ */
+USKB_API int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd);
+/** The text after "Result: " of @file (a device or kpktgend_N); NULL if none. */
+USKB_API const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file);
+/**
+ * The contents of @file, as `cat /proc/net/pktgen/FILE` shows them, into
+ * @buf (NUL-terminated, truncated to @len). Returns the full length, or
+ * -ENOENT.
+ */
+USKB_API int uskb_pktgen_read(struct uskb_pktgen *pg, const char *file, char *buf, size_t len);
+/** Ask a running start to stop (async-signal-safe). */
+USKB_API void uskb_pktgen_stop(struct uskb_pktgen *pg);
+
+/** Live figures of one device, readable while it runs. */
+struct uskb_pktgen_stats {
+	uint64_t sofar, errors, tx_bytes;
+	uint64_t elapsed_ns, idle_ns; /**< of the run (so far) */
+	uint64_t pps, bps;	      /**< as the result line computes them */
+	unsigned int pkt_size;	      /**< cur_pkt_size */
+	int nfrags;		      /**< of the last skb, -1 if none */
+	bool running;
+};
+/**
+ * Figures of the @i-th device (0-based, in thread order); fills @name
+ * (may be NULL). 0, or -ENOENT past the last device.
+ */
+USKB_API int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
+				   struct uskb_pktgen_stats *st);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,7 @@ struct uskb *uskb_pktgen_build(const struct uskb_pktgen_pkt *p, const struct usk
 		protocol = 0x8847; /* ETH_P_MPLS_UC */
 		for (i = 0; i < p->nr_labels; i++)
 			put32(uskb_put(skb, 4),
-			      p->labels[i] | (i == p->nr_labels - 1 ? 0x100u : 0)); /* bottom of stack */
+			      (p->labels[i] & ~0x100u) | (i == p->nr_labels - 1 ? 0x100u : 0)); /* bottom of stack on the last only */
 	}
 	if (p->vlan_id != USKB_PKTGEN_NO_VLAN) {
 		/* as 6.1: the outer (svlan) tag too is announced as 802.1Q */

@@ -1,0 +1,1841 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-pktgen engine: the kernel pktgen's files (pgctrl, kpktgend_N, one per
+ * device), its command language and replies, its per-device state and the
+ * transmit loop, with the kernel 6.1 behaviour the golden captures show.
+ * Differences are listed in docs/pktgen.md.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../internal.h"
+#include "uskb/dev.h"
+#include "uskb/pktgen.h"
+
+#define PG_VERSION "Packet Generator for packet performance testing. Version: 2.75\n"
+#define MAX_CFLOWS 65536
+#define MAX_IMIX 20
+#define IMIX_PRECISION 100
+#define MAX_BURST 1024 /* a burst is sent in pieces of this many */
+#define RESULT_SZ 512
+#define NAME_SZ 128
+
+/* Flag bits, in the kernel's order (PKT_FLAGS). IPSEC is not supported. */
+enum {
+	F_IPV6 = 1 << 0,
+	F_IPSRC_RND = 1 << 1,
+	F_IPDST_RND = 1 << 2,
+	F_TXSIZE_RND = 1 << 3,
+	F_UDPSRC_RND = 1 << 4,
+	F_UDPDST_RND = 1 << 5,
+	F_UDPCSUM = 1 << 6,
+	F_NO_TIMESTAMP = 1 << 7,
+	F_MPLS_RND = 1 << 8,
+	F_QUEUE_MAP_RND = 1 << 9,
+	F_QUEUE_MAP_CPU = 1 << 10,
+	F_FLOW_SEQ = 1 << 11,
+	F_IPSEC = 1 << 12,
+	F_MACSRC_RND = 1 << 13,
+	F_MACDST_RND = 1 << 14,
+	F_VID_RND = 1 << 15,
+	F_SVID_RND = 1 << 16,
+	F_NODE = 1 << 17,
+	F_SHARED = 1 << 18,
+};
+#define NR_PKT_FLAGS 19
+static const char *const flag_names[NR_PKT_FLAGS] = {
+	"IPV6",	    "IPSRC_RND",     "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND",
+	"UDPDST_RND", "UDPCSUM",     "NO_TIMESTAMP", "MPLS_RND", "QUEUE_MAP_RND",
+	"QUEUE_MAP_CPU", "FLOW_SEQ", "IPSEC",	 "MACSRC_RND", "MACDST_RND",
+	"VID_RND",  "SVID_RND",	     "NODE",	  "SHARED",
+};
+
+enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
+
+struct flow_state {
+	uint32_t cur_daddr;
+	unsigned int count;
+	bool init;
+};
+
+struct imix_pkt {
+	uint64_t size, weight, count_so_far;
+};
+
+/* A device of the engine (the net_device), shared by the pktgen_devs on it. */
+struct pg_netdev {
+	struct pg_netdev *next;
+	char name[NAME_SZ];
+	struct uskb_dev *dev;
+	bool owned; /* opened by us from a spec: closed with the last user */
+	int users;
+	pthread_mutex_t txlock; /* HARD_TX_LOCK, taken when users > 1 */
+};
+
+struct pg_thread;
+
+struct pg_dev {
+	struct pg_dev *next;
+	struct pg_thread *t;
+	struct pg_netdev *nd;
+	char odevname[NAME_SZ];
+	char result[RESULT_SZ];
+
+	/* parameters */
+	uint32_t flags;
+	unsigned int min_pkt_size, max_pkt_size, cur_pkt_size;
+	int nfrags;
+	uint64_t delay, count;
+	int clone_skb;
+	unsigned int burst;
+	int node;
+	int xmit_mode;
+	char dst_min[32], dst_max[32], src_min[32], src_max[32];
+	uint32_t saddr_min, saddr_max, daddr_min, daddr_max; /* network order */
+	struct in6_addr in6_saddr, in6_daddr, min_in6_saddr, max_in6_saddr, min_in6_daddr,
+		max_in6_daddr;
+	uint16_t udp_src_min, udp_src_max, udp_dst_min, udp_dst_max;
+	uint8_t tos, traffic_class;
+	uint32_t labels[16]; /* host order, as given */
+	unsigned int nr_labels;
+	uint16_t vlan_id, vlan_p, vlan_cfi, svlan_id, svlan_p, svlan_cfi;
+	uint32_t src_mac_count, dst_mac_count;
+	uint8_t dst_mac[6], src_mac[6];
+	unsigned int cflows, lflow;
+	unsigned int queue_map_min, queue_map_max;
+	uint32_t skb_priority;
+	unsigned int n_imix;
+	struct imix_pkt imix[MAX_IMIX];
+	uint8_t imix_dist[IMIX_PRECISION];
+	uint32_t spi;
+
+	/* state */
+	uint8_t hh[14];
+	uint32_t cur_saddr, cur_daddr;
+	struct in6_addr cur_in6_saddr, cur_in6_daddr;
+	uint16_t cur_udp_src, cur_udp_dst;
+	uint32_t cur_dst_mac_offset, cur_src_mac_offset;
+	unsigned int cur_queue_map, cur_imix;
+	struct flow_state *flows;
+	unsigned int nflows, curfl;
+	uint32_t seq_num;
+	uint16_t ip_id;
+	uint64_t rng;
+	struct uskb *skb;
+	unsigned int last_pkt_size;
+	int clone_count;
+	bool last_ok;
+	int last_nfrags;
+	uint64_t next_tx;
+	_Atomic uint64_t started_at, stopped_at, idle_acc; /* ns, CLOCK_MONOTONIC */
+	_Atomic uint64_t sofar, errors, tx_bytes;
+	_Atomic bool running;
+	struct uskb_pktgen_pkt pkt;
+};
+
+struct pg_thread {
+	struct uskb_pktgen *pg;
+	int id, cpu;
+	struct pg_dev *devs; /* newest first, as list_add_rcu */
+	char result[RESULT_SZ];
+	pthread_t th;
+	struct uskb *vec[MAX_BURST];
+	int res[MAX_BURST];
+};
+
+struct uskb_pktgen {
+	int nthreads, ncpus;
+	bool pin;
+	uint64_t seed;
+	bool seeded;
+	unsigned int ndevs_made;
+	struct pg_netdev *netdevs;
+	_Atomic bool running, stop;
+	pthread_mutex_t lock; /* serializes writes */
+	struct pg_thread threads[];
+};
+
+/* ---- time, random ---- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t prandom(struct pg_dev *d)
+{
+	/* xorshift64* */
+	uint64_t x = d->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	d->rng = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+/* ---- the kernel's argument scanners ---- */
+
+/* count_trail_chars(): the separators skipped around a name */
+static size_t skip_sep(const char *s)
+{
+	size_t i = 0;
+
+	while (s[i] == '"' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t' || s[i] == ' ' ||
+	       s[i] == '=')
+		i++;
+	return i;
+}
+
+/* strn_len(): a word up to a separator (not '=') */
+static size_t word_len(const char *s, size_t max)
+{
+	size_t i = 0;
+
+	while (i < max && s[i] && s[i] != '"' && s[i] != '\n' && s[i] != '\r' && s[i] != '\t' &&
+	       s[i] != ' ')
+		i++;
+	return i;
+}
+
+static void copy_word(char *dst, size_t dlen, const char *s, size_t max)
+{
+	size_t n = word_len(s, max < dlen - 1 ? max : dlen - 1);
+
+	memcpy(dst, s, n);
+	dst[n] = 0;
+}
+
+/*
+ * num_arg(): up to @maxlen decimal digits. Unlike 6.1 (which reads "count x"
+ * as 0 = forever), no digit at all is an error, and so is a digit left over
+ * past @maxlen (the kernel silently read "vlan_id 40000" as 4000).
+ */
+static int num_arg(struct pg_dev *d, const char *name, const char *s, int maxlen,
+		   unsigned long long *v)
+{
+	int i;
+
+	*v = 0;
+	for (i = 0; i < maxlen && isdigit((unsigned char)s[i]); i++)
+		*v = *v * 10 + (unsigned long long)(s[i] - '0');
+	if (i == 0) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s needs a decimal number", name);
+		return -EINVAL;
+	}
+	if (isdigit((unsigned char)s[i])) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s: at most %d digits", name, maxlen);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* hex32_arg(): up to @maxlen hex digits; returns the digit count */
+static int hex32_arg(const char *s, int maxlen, uint32_t *v)
+{
+	int i;
+
+	*v = 0;
+	for (i = 0; i < maxlen && hexval((unsigned char)s[i]) >= 0; i++)
+		*v = (*v << 4) | (uint32_t)hexval((unsigned char)s[i]);
+	return i;
+}
+
+static bool mac_parse(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char tail;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &tail) != 6 ||
+	    strlen(s) != 17)
+		return false;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return true;
+}
+
+static void mac_fmt(char *buf, const uint8_t m[6])
+{
+	sprintf(buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+static const char *ip6_fmt(char *buf, const struct in6_addr *a)
+{
+	inet_ntop(AF_INET6, a, buf, INET6_ADDRSTRLEN);
+	return buf;
+}
+
+static const char *ip4_fmt(char *buf, uint32_t a)
+{
+	inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+	return buf;
+}
+
+/* ---- device commands (pktgen_if_write) ---- */
+
+static bool zero_mac(const uint8_t *m)
+{
+	return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]);
+}
+
+static bool dev_shares(const struct pg_dev *d)
+{
+	return d->nd->dev->features & USKB_DEV_F_TX_SKB_SHARING;
+}
+
+static bool node_possible(unsigned long long node)
+{
+	char path[64];
+	struct stat st;
+
+	if (node > 1023)
+		return false;
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%llu", node);
+	return stat(path, &st) == 0 || node == 0;
+}
+
+static void fill_imix_distribution(struct pg_dev *d)
+{
+	uint64_t total = 0, cum = 0, cumulative[MAX_IMIX];
+	unsigned int i, j = 0;
+
+	for (i = 0; i < d->n_imix; i++)
+		total += d->imix[i].weight;
+	for (i = 0; i + 1 < d->n_imix; i++) {
+		cum += total ? d->imix[i].weight * IMIX_PRECISION / total : 0;
+		cumulative[i] = cum;
+	}
+	cumulative[d->n_imix - 1] = IMIX_PRECISION;
+	for (i = 0; i < IMIX_PRECISION; i++) {
+		while (j + 1 < d->n_imix && i >= cumulative[j])
+			j++;
+		d->imix_dist[i] = (uint8_t)j;
+	}
+}
+
+/* imix_weights S,W S,W ... (at most 20; sizes below 42 become 42) */
+static int get_imix(struct pg_dev *d, const char *s)
+{
+	struct imix_pkt e[MAX_IMIX];
+	unsigned int n = 0;
+
+	s += skip_sep(s);
+	while (*s && *s != '\n') {
+		char *end;
+		unsigned long long size, weight;
+
+		if (n == MAX_IMIX) {
+			snprintf(d->result, RESULT_SZ, "ERROR: imix_weights: at most %d entries",
+				 MAX_IMIX);
+			return -E2BIG;
+		}
+		if (!isdigit((unsigned char)*s))
+			goto bad;
+		size = strtoull(s, &end, 10);
+		if (*end != ',' || !isdigit((unsigned char)end[1]))
+			goto bad;
+		weight = strtoull(end + 1, &end, 10);
+		if (size > 65535 || weight > 1000000)
+			goto bad;
+		e[n].size = size < 14 + 20 + 8 ? 14 + 20 + 8 : size;
+		e[n].weight = weight;
+		e[n].count_so_far = 0;
+		n++;
+		s = end;
+		while (*s == ' ' || *s == '\t' || *s == '"')
+			s++;
+	}
+	if (!n)
+		goto bad;
+	memcpy(d->imix, e, sizeof(e[0]) * n);
+	d->n_imix = n;
+	fill_imix_distribution(d);
+	return 0;
+bad:
+	snprintf(d->result, RESULT_SZ,
+		 "ERROR: imix_weights wants SIZE,WEIGHT pairs, as in \"imix_weights 64,7 576,4 1500,1\"");
+	return -EINVAL;
+}
+
+static int get_labels(struct pg_dev *d, const char *s)
+{
+	uint32_t labels[16];
+	unsigned int n = 0;
+	size_t i = 0;
+
+	for (;;) {
+		uint32_t v;
+		int len = hex32_arg(s + i, 8, &v);
+
+		if (len <= 0) {
+			snprintf(d->result, RESULT_SZ,
+				 "ERROR: mpls wants hex labels, as in \"mpls 0001000a,0002000b\"");
+			return -EINVAL;
+		}
+		if (n == 16) {
+			snprintf(d->result, RESULT_SZ, "ERROR: mpls: at most 16 labels");
+			return -E2BIG;
+		}
+		labels[n++] = v;
+		i += (size_t)len;
+		if (s[i] != ',')
+			break;
+		i++;
+	}
+	if (n == 1 && labels[0] == 0) {
+		d->nr_labels = 0; /* "mpls 0" turns MPLS off */
+		return 0;
+	}
+	for (unsigned int k = 0; k < n; k++) {
+		d->labels[k] = labels[k];
+		if (labels[k] & 0x100) /* a bottom-of-stack bit asks for random labels */
+			d->flags |= F_MPLS_RND;
+	}
+	d->nr_labels = n;
+	return 0;
+}
+
+/* "Flag -:X:- unknown" and the list of valid names */
+static void flag_unknown(struct pg_dev *d, const char *f)
+{
+	snprintf(d->result, RESULT_SZ,
+		 "Flag -:%s:- unknown\nAvailable flags, (prepend ! to un-set flag):\n"
+		 "IPSRC_RND, IPDST_RND, UDPSRC_RND, UDPDST_RND, MACSRC_RND, MACDST_RND, "
+		 "TXSIZE_RND, IPV6, MPLS_RND, VID_RND, SVID_RND, FLOW_SEQ, FLOW_RND, "
+		 "QUEUE_MAP_RND, QUEUE_MAP_CPU, UDPCSUM, NO_TIMESTAMP, NODE, SHARED\n",
+		 f);
+}
+
+static uint32_t read_flag(const char *f, bool *disable)
+{
+	if (f[0] == '!') {
+		*disable = true;
+		f++;
+	}
+	for (int i = 0; i < NR_PKT_FLAGS; i++) {
+		if ((1u << i) == F_IPSEC)
+			continue;
+		if (!*disable && (1u << i) == F_IPV6) /* IPV6 can only be cleared */
+			continue;
+		if (!strcmp(f, flag_names[i]))
+			return 1u << i;
+	}
+	if (!strcmp(f, "FLOW_RND")) {
+		*disable = !*disable;
+		return F_FLOW_SEQ;
+	}
+	return 0;
+}
+
+static int set_ip4(struct pg_dev *d, const char *name, char *str, uint32_t *addr, uint32_t *cur,
+		   const char *v)
+{
+	char buf[32];
+	struct in_addr a;
+
+	copy_word(buf, sizeof(buf), v, 31);
+	if (buf[0] && inet_pton(AF_INET, buf, &a) != 1) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s: not an IPv4 address: \"%s\"", name, buf);
+		return -EINVAL;
+	}
+	if (strcmp(buf, str)) {
+		strcpy(str, buf);
+		*addr = buf[0] ? a.s_addr : 0;
+		*cur = *addr;
+	}
+	snprintf(d->result, RESULT_SZ, "OK: %s=%s", !strcmp(name, "dst") ? "dst_min" : name, str);
+	return 0;
+}
+
+static int set_ip6(struct pg_dev *d, const char *name, struct in6_addr *addr, struct in6_addr *cur,
+		   const char *v)
+{
+	char buf[128], out[INET6_ADDRSTRLEN];
+
+	copy_word(buf, sizeof(buf), v, sizeof(buf) - 1);
+	if (inet_pton(AF_INET6, buf, addr) != 1) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s: not an IPv6 address: \"%s\"", name, buf);
+		return -EINVAL;
+	}
+	d->flags |= F_IPV6;
+	if (cur)
+		*cur = *addr;
+	snprintf(d->result, RESULT_SZ, "OK: %s=%s", name, ip6_fmt(out, addr));
+	return 0;
+}
+
+/* The simple numeric commands: name, digits, where, width of the field, reply format. */
+struct num_cmd {
+	const char *name;
+	int digits;
+	size_t off;
+	int width; /* bytes: 2, 4, 8 */
+	unsigned long long max;
+};
+
+#define NUM(n, dig, field, mx) { n, dig, offsetof(struct pg_dev, field), \
+				 (int)sizeof(((struct pg_dev *)0)->field), mx }
+static const struct num_cmd num_cmds[] = {
+	NUM("count", 20, count, UINT64_MAX),
+	NUM("frags", 10, nfrags, INT32_MAX),
+	NUM("src_mac_count", 10, src_mac_count, UINT32_MAX),
+	NUM("dst_mac_count", 10, dst_mac_count, UINT32_MAX),
+	NUM("flowlen", 10, lflow, UINT32_MAX),
+	NUM("queue_map_min", 5, queue_map_min, 65535),
+	NUM("queue_map_max", 5, queue_map_max, 65535),
+	NUM("skb_priority", 9, skb_priority, UINT32_MAX),
+	NUM("spi", 10, spi, UINT32_MAX),
+};
+
+static void store_num(struct pg_dev *d, const struct num_cmd *c, unsigned long long v)
+{
+	void *p = (char *)d + c->off;
+
+	if (c->width == 8)
+		*(uint64_t *)p = v;
+	else if (c->width == 4)
+		*(uint32_t *)p = (uint32_t)v;
+	else
+		*(uint16_t *)p = (uint16_t)v;
+}
+
+static int dev_write(struct pg_dev *d, const char *buf)
+{
+	char name[16];
+	const char *v;
+	unsigned long long value;
+	size_t i = skip_sep(buf), len;
+	int err;
+
+	len = word_len(buf + i, sizeof(name) - 1);
+	memcpy(name, buf + i, len);
+	name[len] = 0;
+	i += len;
+	i += skip_sep(buf + i);
+	v = buf + i;
+
+#define NUMARG(dig)                                              \
+	do {                                                     \
+		if ((err = num_arg(d, name, v, dig, &value)) < 0) \
+			return err;                              \
+	} while (0)
+
+	for (size_t k = 0; k < sizeof(num_cmds) / sizeof(num_cmds[0]); k++) {
+		const struct num_cmd *c = &num_cmds[k];
+
+		if (strcmp(name, c->name))
+			continue;
+		NUMARG(c->digits);
+		if (value > c->max) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is out of range", name, value);
+			return -ERANGE;
+		}
+		if (!strcmp(name, "src_mac_count") && d->src_mac_count != value)
+			d->cur_src_mac_offset = 0;
+		if (!strcmp(name, "dst_mac_count") && d->dst_mac_count != value)
+			d->cur_dst_mac_offset = 0;
+		store_num(d, c, value);
+		if (!strcmp(name, "skb_priority"))
+			snprintf(d->result, RESULT_SZ, "OK: %s=%i", name, (int)d->skb_priority);
+		else if (!strcmp(name, "frags"))
+			snprintf(d->result, RESULT_SZ, "OK: %s=%d", name, d->nfrags);
+		else
+			snprintf(d->result, RESULT_SZ, "OK: %s=%llu", name, value);
+		return 0;
+	}
+
+	if (!strcmp(name, "min_pkt_size") || !strcmp(name, "max_pkt_size") ||
+	    !strcmp(name, "pkt_size")) {
+		NUMARG(10);
+		if (value < 14 + 20 + 8)
+			value = 14 + 20 + 8;
+		if (value > 65535) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is out of range", name, value);
+			return -ERANGE;
+		}
+		if (name[1] == 'i') { /* min */
+			if (value != d->min_pkt_size)
+				d->min_pkt_size = d->cur_pkt_size = (unsigned int)value;
+			snprintf(d->result, RESULT_SZ, "OK: min_pkt_size=%u", d->min_pkt_size);
+		} else if (name[1] == 'a') { /* max */
+			if (value != d->max_pkt_size)
+				d->max_pkt_size = d->cur_pkt_size = (unsigned int)value;
+			snprintf(d->result, RESULT_SZ, "OK: max_pkt_size=%u", d->max_pkt_size);
+		} else {
+			if (value != d->min_pkt_size)
+				d->min_pkt_size = d->max_pkt_size = d->cur_pkt_size = (unsigned int)value;
+			snprintf(d->result, RESULT_SZ, "OK: pkt_size=%u", d->min_pkt_size);
+		}
+		return 0;
+	}
+	if (!strcmp(name, "imix_weights")) {
+		if (d->clone_skb > 0) {
+			snprintf(d->result, RESULT_SZ, "ERROR: imix_weights cannot be used with clone_skb");
+			return -EINVAL;
+		}
+		return get_imix(d, v); /* the kernel leaves the result as it was */
+	}
+	if (!strcmp(name, "debug")) {
+		NUMARG(10);
+		snprintf(d->result, RESULT_SZ, "OK: debug=%u", (unsigned int)value);
+		return 0;
+	}
+	if (!strcmp(name, "delay")) {
+		NUMARG(20);
+		d->delay = value == 0x7FFFFFFF ? UINT64_MAX : value;
+		snprintf(d->result, RESULT_SZ, "OK: delay=%" PRIu64, d->delay);
+		return 0;
+	}
+	if (!strcmp(name, "rate") || !strcmp(name, "ratep")) {
+		NUMARG(10); /* "300M" reads as 300, as in the kernel */
+		if (!value) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s must be above 0", name);
+			return -EINVAL;
+		}
+		if (name[4] == 'p')
+			d->delay = 1000000000ull / value;
+		else
+			d->delay = (uint64_t)d->min_pkt_size * 8 * 1000 / value;
+		snprintf(d->result, RESULT_SZ, "OK: rate=%llu", value);
+		return 0;
+	}
+	if (!strcmp(name, "udp_src_min") || !strcmp(name, "udp_src_max") ||
+	    !strcmp(name, "udp_dst_min") || !strcmp(name, "udp_dst_max")) {
+		uint16_t *f = name[4] == 's' ? (name[9] == 'i' ? &d->udp_src_min : &d->udp_src_max) :
+					       (name[9] == 'i' ? &d->udp_dst_min : &d->udp_dst_max);
+		NUMARG(10);
+		if (value > 65535) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is not a port", name, value);
+			return -ERANGE;
+		}
+		if (value != *f) {
+			*f = (uint16_t)value;
+			if (name[4] == 's')
+				d->cur_udp_src = *f;
+			else
+				d->cur_udp_dst = *f;
+		}
+		snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, *f);
+		return 0;
+	}
+	if (!strcmp(name, "clone_skb")) {
+		NUMARG(10);
+		if (value > 0 && (d->xmit_mode == M_NETIF_RECEIVE || !dev_shares(d))) {
+			snprintf(d->result, RESULT_SZ,
+				 "ERROR: clone_skb needs a device that takes shared skbs (xmit_mode start_xmit)");
+			return -ENOTSUP;
+		}
+		if (value > 0 && d->n_imix) {
+			snprintf(d->result, RESULT_SZ, "ERROR: clone_skb cannot be used with imix_weights");
+			return -EINVAL;
+		}
+		if (value > INT32_MAX) {
+			snprintf(d->result, RESULT_SZ, "ERROR: clone_skb: %llu is out of range", value);
+			return -ERANGE;
+		}
+		d->clone_skb = (int)value;
+		snprintf(d->result, RESULT_SZ, "OK: clone_skb=%d", d->clone_skb);
+		return 0;
+	}
+	if (!strcmp(name, "burst")) {
+		NUMARG(10);
+		if (value > 1 && (d->xmit_mode == M_QUEUE_XMIT ||
+				  (d->xmit_mode == M_START_XMIT && !dev_shares(d)))) {
+			snprintf(d->result, RESULT_SZ,
+				 "ERROR: burst needs a device that takes shared skbs (not queue_xmit)");
+			return -ENOTSUP;
+		}
+		if (value > 1u << 20) {
+			snprintf(d->result, RESULT_SZ, "ERROR: burst: %llu is out of range", value);
+			return -ERANGE;
+		}
+		d->burst = value < 1 ? 1 : (unsigned int)value;
+		snprintf(d->result, RESULT_SZ, "OK: burst=%u", d->burst);
+		return 0;
+	}
+	if (!strcmp(name, "node")) {
+		NUMARG(10);
+		if (node_possible(value)) {
+			d->node = (int)value;
+			snprintf(d->result, RESULT_SZ, "OK: node=%d", d->node);
+		} else {
+			snprintf(d->result, RESULT_SZ, "ERROR: node not possible");
+		}
+		return 0;
+	}
+	if (!strcmp(name, "xmit_mode")) {
+		char f[32];
+
+		copy_word(f, sizeof(f), v, 31);
+		if (!strcmp(f, "start_xmit")) {
+			d->xmit_mode = M_START_XMIT;
+		} else if (!strcmp(f, "netif_receive")) {
+			if (d->clone_skb > 0) {
+				snprintf(d->result, RESULT_SZ,
+					 "ERROR: netif_receive cannot be used with clone_skb");
+				return -ENOTSUP;
+			}
+			d->xmit_mode = M_NETIF_RECEIVE;
+			d->last_ok = true;
+			d->clone_skb = 0;
+		} else if (!strcmp(f, "queue_xmit")) {
+			d->xmit_mode = M_QUEUE_XMIT;
+			d->last_ok = true;
+		} else {
+			snprintf(d->result, RESULT_SZ,
+				 "xmit_mode -:%s:- unknown\nAvailable modes: start_xmit, netif_receive, queue_xmit\n",
+				 f);
+			return -EINVAL;
+		}
+		snprintf(d->result, RESULT_SZ, "OK: xmit_mode=%s", f);
+		return 0;
+	}
+	if (!strcmp(name, "flag")) {
+		char f[32];
+		bool disable = false;
+		uint32_t flag;
+
+		copy_word(f, sizeof(f), v, 31);
+		flag = read_flag(f, &disable);
+		if (!flag) {
+			flag_unknown(d, f);
+			return -EINVAL;
+		}
+		if (disable)
+			d->flags &= ~flag;
+		else
+			d->flags |= flag;
+		snprintf(d->result, RESULT_SZ, "OK: flags=0x%x", d->flags);
+		return 0;
+	}
+	if (!strcmp(name, "dst_min") || !strcmp(name, "dst"))
+		return set_ip4(d, name, d->dst_min, &d->daddr_min, &d->cur_daddr, v);
+	if (!strcmp(name, "dst_max"))
+		return set_ip4(d, name, d->dst_max, &d->daddr_max, &d->cur_daddr, v);
+	if (!strcmp(name, "src_min"))
+		return set_ip4(d, name, d->src_min, &d->saddr_min, &d->cur_saddr, v);
+	if (!strcmp(name, "src_max"))
+		return set_ip4(d, name, d->src_max, &d->saddr_max, &d->cur_saddr, v);
+	if (!strcmp(name, "dst6"))
+		return set_ip6(d, name, &d->in6_daddr, &d->cur_in6_daddr, v);
+	if (!strcmp(name, "dst6_min"))
+		return set_ip6(d, name, &d->min_in6_daddr, &d->cur_in6_daddr, v);
+	if (!strcmp(name, "dst6_max"))
+		return set_ip6(d, name, &d->max_in6_daddr, NULL, v);
+	if (!strcmp(name, "src6"))
+		return set_ip6(d, name, &d->in6_saddr, &d->cur_in6_saddr, v);
+	if (!strcmp(name, "dst_mac") || !strcmp(name, "src_mac")) {
+		char vs[32], out[18];
+		uint8_t *m = name[0] == 'd' ? d->dst_mac : d->src_mac;
+
+		copy_word(vs, sizeof(vs), v, 31);
+		if (!mac_parse(vs, m)) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s: not a MAC address: \"%s\"", name, vs);
+			return -EINVAL;
+		}
+		memcpy(d->hh + (name[0] == 'd' ? 0 : 6), m, 6);
+		mac_fmt(out, m);
+		snprintf(d->result, RESULT_SZ, "OK: %s %s", name[0] == 'd' ? "dstmac" : "srcmac", out);
+		return 0;
+	}
+	if (!strcmp(name, "clear_counters")) {
+		d->seq_num = 1;
+		atomic_store(&d->idle_acc, 0);
+		atomic_store(&d->sofar, 0);
+		atomic_store(&d->tx_bytes, 0);
+		atomic_store(&d->errors, 0);
+		snprintf(d->result, RESULT_SZ, "OK: Clearing counters.\n");
+		return 0;
+	}
+	if (!strcmp(name, "flows")) {
+		NUMARG(10);
+		if (value > MAX_CFLOWS)
+			value = MAX_CFLOWS;
+		d->cflows = (unsigned int)value;
+		snprintf(d->result, RESULT_SZ, "OK: flows=%u", d->cflows);
+		return 0;
+	}
+	if (!strcmp(name, "mpls")) {
+		int n = 0;
+
+		if ((err = get_labels(d, v)) < 0)
+			return err;
+		n = snprintf(d->result, RESULT_SZ, "OK: mpls=");
+		for (unsigned int k = 0; k < d->nr_labels; k++)
+			n += snprintf(d->result + n, RESULT_SZ - (size_t)n, "%08x%s", d->labels[k],
+				      k == d->nr_labels - 1 ? "" : ",");
+		if (d->nr_labels && d->vlan_id != 0xffff)
+			d->vlan_id = d->svlan_id = 0xffff; /* MPLS turns VLAN/SVLAN off */
+		return 0;
+	}
+	if (!strcmp(name, "vlan_id") || !strcmp(name, "svlan_id")) {
+		bool outer = name[0] == 's';
+
+		NUMARG(4);
+		if (value <= 4095 && (!outer || d->vlan_id != 0xffff)) {
+			if (outer)
+				d->svlan_id = (uint16_t)value;
+			else
+				d->vlan_id = (uint16_t)value;
+			d->nr_labels = 0; /* VLAN turns MPLS off */
+			snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, (unsigned int)value);
+		} else {
+			d->vlan_id = d->svlan_id = 0xffff; /* both off */
+		}
+		return 0;
+	}
+	if (!strcmp(name, "vlan_p") || !strcmp(name, "vlan_cfi") || !strcmp(name, "svlan_p") ||
+	    !strcmp(name, "svlan_cfi")) {
+		bool outer = name[0] == 's', cfi = strstr(name, "cfi") != NULL;
+		unsigned int lim = cfi ? 1 : 7;
+		uint16_t id = outer ? d->svlan_id : d->vlan_id;
+
+		NUMARG(1);
+		if (value <= lim && id != 0xffff) {
+			uint16_t *f = outer ? (cfi ? &d->svlan_cfi : &d->svlan_p) :
+					      (cfi ? &d->vlan_cfi : &d->vlan_p);
+
+			*f = (uint16_t)value;
+			snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, *f);
+		} else {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s must be 0-%u", name, lim);
+		}
+		return 0;
+	}
+	if (!strcmp(name, "tos") || !strcmp(name, "traffic_class")) {
+		uint32_t t;
+
+		if (hex32_arg(v, 2, &t) == 2 && hexval((unsigned char)v[2]) < 0) {
+			if (name[0] == 't' && name[1] == 'o')
+				d->tos = (uint8_t)t;
+			else
+				d->traffic_class = (uint8_t)t;
+			snprintf(d->result, RESULT_SZ, "OK: %s=0x%02x", name, t);
+		} else {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s must be 00-ff", name);
+		}
+		return 0;
+	}
+#undef NUMARG
+	snprintf(d->result, RESULT_SZ, "No such parameter \"%s\"", name);
+	return -EINVAL;
+}
+
+/* ---- the device file (pktgen_if_show) ---- */
+
+struct sbuf {
+	char *p;
+	size_t len, n;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb(struct sbuf *s, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(s->n < s->len ? s->p + s->n : NULL, s->n < s->len ? s->len - s->n : 0, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		s->n += (size_t)k;
+}
+
+static void dev_show(struct pg_dev *d, struct sbuf *s)
+{
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN], m[18];
+	bool running = atomic_load(&d->running);
+	uint64_t stopped = running ? now_ns() : atomic_load(&d->stopped_at);
+
+	sb(s, "Params: count %" PRIu64 "  min_pkt_size: %u  max_pkt_size: %u\n", d->count,
+	   d->min_pkt_size, d->max_pkt_size);
+	if (d->n_imix) {
+		sb(s, "     imix_weights: ");
+		for (unsigned int i = 0; i < d->n_imix; i++)
+			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->imix[i].size, d->imix[i].weight);
+		sb(s, "\n");
+	}
+	sb(s, "     frags: %d  delay: %" PRIu64 "  clone_skb: %d  ifname: %s\n", d->nfrags, d->delay,
+	   d->clone_skb, d->odevname);
+	sb(s, "     flows: %u flowlen: %u\n", d->cflows, d->lflow);
+	sb(s, "     queue_map_min: %u  queue_map_max: %u\n", d->queue_map_min, d->queue_map_max);
+	if (d->skb_priority)
+		sb(s, "     skb_priority: %u\n", d->skb_priority);
+	if (d->flags & F_IPV6) {
+		sb(s, "     saddr: %s  min_saddr: %s  max_saddr: %s\n", ip6_fmt(a, &d->in6_saddr),
+		   ip6_fmt(b, &d->min_in6_saddr), ip6_fmt(c, &d->max_in6_saddr));
+		sb(s, "     daddr: %s  min_daddr: %s  max_daddr: %s\n", ip6_fmt(a, &d->in6_daddr),
+		   ip6_fmt(b, &d->min_in6_daddr), ip6_fmt(c, &d->max_in6_daddr));
+	} else {
+		sb(s, "     dst_min: %s  dst_max: %s\n", d->dst_min, d->dst_max);
+		sb(s, "     src_min: %s  src_max: %s\n", d->src_min, d->src_max);
+	}
+	mac_fmt(m, zero_mac(d->src_mac) ? d->nd->dev->mac : d->src_mac);
+	sb(s, "     src_mac: %s ", m);
+	mac_fmt(m, d->dst_mac);
+	sb(s, "dst_mac: %s\n", m);
+	sb(s, "     udp_src_min: %d  udp_src_max: %d  udp_dst_min: %d  udp_dst_max: %d\n",
+	   d->udp_src_min, d->udp_src_max, d->udp_dst_min, d->udp_dst_max);
+	sb(s, "     src_mac_count: %d  dst_mac_count: %d\n", (int)d->src_mac_count,
+	   (int)d->dst_mac_count);
+	if (d->nr_labels) {
+		sb(s, "     mpls: ");
+		for (unsigned int i = 0; i < d->nr_labels; i++)
+			sb(s, "%08x%s", d->labels[i], i == d->nr_labels - 1 ? "\n" : ", ");
+	}
+	if (d->vlan_id != 0xffff)
+		sb(s, "     vlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->vlan_id, d->vlan_p,
+		   d->vlan_cfi);
+	if (d->svlan_id != 0xffff) /* "vlan_p" (sic), as the kernel prints it */
+		sb(s, "     svlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->svlan_id, d->svlan_p,
+		   d->svlan_cfi);
+	if (d->tos)
+		sb(s, "     tos: 0x%02x\n", d->tos);
+	if (d->traffic_class)
+		sb(s, "     traffic_class: 0x%02x\n", d->traffic_class);
+	if (d->burst > 1)
+		sb(s, "     burst: %u\n", d->burst);
+	if (d->node >= 0)
+		sb(s, "     node: %d\n", d->node);
+	if (d->xmit_mode == M_NETIF_RECEIVE)
+		sb(s, "     xmit_mode: netif_receive\n");
+	else if (d->xmit_mode == M_QUEUE_XMIT)
+		sb(s, "     xmit_mode: xmit_queue\n");
+	sb(s, "     Flags: ");
+	for (int i = 0; i < NR_PKT_FLAGS; i++) {
+		if ((1u << i) == F_FLOW_SEQ && !d->cflows)
+			continue;
+		if (d->flags & (1u << i))
+			sb(s, "%s  ", flag_names[i]);
+		else if ((1u << i) == F_FLOW_SEQ)
+			sb(s, "FLOW_RND  ");
+	}
+	sb(s, "\n");
+	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n", atomic_load(&d->sofar),
+	   atomic_load(&d->errors));
+	if (d->n_imix) {
+		sb(s, "     imix_size_counts: ");
+		for (unsigned int i = 0; i < d->n_imix; i++)
+			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->imix[i].size, d->imix[i].count_so_far);
+		sb(s, "\n");
+	}
+	sb(s, "     started: %" PRIu64 "us  stopped: %" PRIu64 "us idle: %" PRIu64 "us\n",
+	   atomic_load(&d->started_at) / 1000, stopped / 1000, atomic_load(&d->idle_acc) / 1000);
+	sb(s, "     seq_num: %d  cur_dst_mac_offset: %d  cur_src_mac_offset: %d\n", (int)d->seq_num,
+	   (int)d->cur_dst_mac_offset, (int)d->cur_src_mac_offset);
+	if (d->flags & F_IPV6)
+		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", ip6_fmt(a, &d->cur_in6_saddr),
+		   ip6_fmt(b, &d->cur_in6_daddr));
+	else
+		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", ip4_fmt(a, d->cur_saddr),
+		   ip4_fmt(b, d->cur_daddr));
+	sb(s, "     cur_udp_dst: %d  cur_udp_src: %d\n", d->cur_udp_dst, d->cur_udp_src);
+	sb(s, "     cur_queue_map: %u\n", d->cur_queue_map);
+	sb(s, "     flows: %u\n", d->nflows);
+	if (d->result[0])
+		sb(s, "Result: %s\n", d->result);
+	else
+		sb(s, "Result: Idle\n");
+}
+
+/* ---- building packets: mod_cur_headers + fill_packet ---- */
+
+static bool ip4_special(uint32_t a /* host order */)
+{
+	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
+}
+
+static void bump_mac(uint8_t *hh, const uint8_t *base, uint32_t mc)
+{
+	/* add mc to the low four bytes of the address, carrying upward */
+	uint32_t tmp = base[5] + (mc & 0xff);
+
+	hh[5] = (uint8_t)tmp;
+	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
+	hh[4] = (uint8_t)tmp;
+	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
+	hh[3] = (uint8_t)tmp;
+	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
+	hh[2] = (uint8_t)tmp;
+	tmp = base[1] + (tmp >> 8);
+	hh[1] = (uint8_t)tmp;
+}
+
+static unsigned int f_pick(struct pg_dev *d)
+{
+	unsigned int flow = d->curfl;
+
+	if (d->flags & F_FLOW_SEQ) {
+		if (d->flows[flow].count >= d->lflow) {
+			d->flows[flow].count = 0;
+			d->flows[flow].init = false;
+			d->curfl++;
+			if (d->curfl >= d->cflows)
+				d->curfl = 0;
+		}
+	} else {
+		flow = prandom(d) % d->cflows;
+		d->curfl = flow;
+		if (d->flows[flow].count > d->lflow) {
+			d->flows[flow].count = 0;
+			d->flows[flow].init = false;
+		}
+	}
+	return d->curfl;
+}
+
+static void mod_cur_headers(struct pg_dev *d)
+{
+	unsigned int flow = 0;
+	uint32_t imn, imx;
+
+	if (d->cflows)
+		flow = f_pick(d);
+	if (d->src_mac_count > 1) {
+		uint32_t mc;
+
+		if (d->flags & F_MACSRC_RND) {
+			mc = prandom(d) % d->src_mac_count;
+		} else {
+			mc = d->cur_src_mac_offset++;
+			if (d->cur_src_mac_offset >= d->src_mac_count)
+				d->cur_src_mac_offset = 0;
+		}
+		bump_mac(d->hh + 6, d->src_mac, mc);
+	}
+	if (d->dst_mac_count > 1) {
+		uint32_t mc;
+
+		if (d->flags & F_MACDST_RND) {
+			mc = prandom(d) % d->dst_mac_count;
+		} else {
+			mc = d->cur_dst_mac_offset++;
+			if (d->cur_dst_mac_offset >= d->dst_mac_count)
+				d->cur_dst_mac_offset = 0;
+		}
+		bump_mac(d->hh, d->dst_mac, mc);
+	}
+	if (d->flags & F_MPLS_RND)
+		for (unsigned int i = 0; i < d->nr_labels; i++)
+			if (d->labels[i] & 0x100)
+				d->labels[i] = 0x100 | (prandom(d) & 0x000fffff);
+	if ((d->flags & F_VID_RND) && d->vlan_id != 0xffff)
+		d->vlan_id = prandom(d) & 4095;
+	if ((d->flags & F_SVID_RND) && d->svlan_id != 0xffff)
+		d->svlan_id = prandom(d) & 4095;
+	if (d->udp_src_min < d->udp_src_max) {
+		if (d->flags & F_UDPSRC_RND)
+			d->cur_udp_src = (uint16_t)(prandom(d) % (d->udp_src_max - d->udp_src_min) +
+						    d->udp_src_min);
+		else if (++d->cur_udp_src >= d->udp_src_max)
+			d->cur_udp_src = d->udp_src_min;
+	}
+	if (d->udp_dst_min < d->udp_dst_max) {
+		if (d->flags & F_UDPDST_RND)
+			d->cur_udp_dst = (uint16_t)(prandom(d) % (d->udp_dst_max - d->udp_dst_min) +
+						    d->udp_dst_min);
+		else if (++d->cur_udp_dst >= d->udp_dst_max)
+			d->cur_udp_dst = d->udp_dst_min;
+	}
+	if (!(d->flags & F_IPV6)) {
+		imn = ntohl(d->saddr_min);
+		imx = ntohl(d->saddr_max);
+		if (imn < imx) {
+			uint32_t t;
+
+			if (d->flags & F_IPSRC_RND) {
+				t = prandom(d) % (imx - imn) + imn;
+			} else {
+				t = ntohl(d->cur_saddr) + 1;
+				if (t > imx || t < imn)
+					t = imn;
+			}
+			d->cur_saddr = htonl(t);
+		}
+		if (d->cflows && d->flows[flow].init) {
+			d->cur_daddr = d->flows[flow].cur_daddr;
+		} else {
+			imn = ntohl(d->daddr_min);
+			imx = ntohl(d->daddr_max);
+			if (imn < imx) {
+				uint32_t t;
+
+				if (d->flags & F_IPDST_RND) {
+					int tries = 0;
+
+					do
+						t = prandom(d) % (imx - imn) + imn;
+					while (ip4_special(t) && ++tries < 1000);
+				} else {
+					t = ntohl(d->cur_daddr) + 1;
+					if (t > imx || t < imn)
+						t = imn;
+				}
+				d->cur_daddr = htonl(t);
+			}
+			if (d->cflows) {
+				d->flows[flow].init = true;
+				d->flows[flow].cur_daddr = d->cur_daddr;
+				d->nflows++;
+			}
+		}
+	} else if (!IN6_IS_ADDR_UNSPECIFIED(&d->min_in6_daddr)) {
+		/* only random IPv6 destinations, as the kernel: (rand | min) & max */
+		for (int i = 0; i < 4; i++) {
+			uint32_t r = prandom(d), mn, mx;
+
+			memcpy(&mn, d->min_in6_daddr.s6_addr + 4 * i, 4);
+			memcpy(&mx, d->max_in6_daddr.s6_addr + 4 * i, 4);
+			r = (r | mn) & mx;
+			memcpy(d->cur_in6_daddr.s6_addr + 4 * i, &r, 4);
+		}
+	}
+	if (d->min_pkt_size < d->max_pkt_size) {
+		unsigned int t;
+
+		if (d->flags & F_TXSIZE_RND) {
+			t = prandom(d) % (d->max_pkt_size - d->min_pkt_size) + d->min_pkt_size;
+		} else {
+			t = d->cur_pkt_size + 1;
+			if (t > d->max_pkt_size)
+				t = d->min_pkt_size;
+		}
+		d->cur_pkt_size = t;
+	}
+	if (d->n_imix) {
+		d->cur_imix = d->imix_dist[prandom(d) % IMIX_PRECISION];
+		d->cur_pkt_size = (unsigned int)d->imix[d->cur_imix].size;
+	}
+	/* set_cur_queue_map() */
+	if (d->flags & F_QUEUE_MAP_CPU) {
+		d->cur_queue_map = (unsigned int)d->t->cpu;
+	} else if (d->queue_map_min <= d->queue_map_max) {
+		unsigned int t;
+
+		if (d->flags & F_QUEUE_MAP_RND) {
+			t = prandom(d) % (d->queue_map_max - d->queue_map_min + 1) + d->queue_map_min;
+		} else {
+			t = d->cur_queue_map + 1;
+			if (t > d->queue_map_max)
+				t = d->queue_map_min;
+		}
+		d->cur_queue_map = t;
+	}
+	d->cur_queue_map %= d->nd->dev->nqueues;
+	d->flows[flow].count++;
+}
+
+static struct uskb *fill_packet(struct pg_dev *d)
+{
+	struct uskb_pktgen_pkt *p = &d->pkt;
+	struct uskb *skb;
+
+	mod_cur_headers(d);
+	p->pkt_size = d->cur_pkt_size;
+	p->nfrags = d->nfrags;
+	p->ipv6 = d->flags & F_IPV6;
+	p->udpcsum = d->flags & F_UDPCSUM;
+	memcpy(p->dst_mac, d->hh, 6);
+	memcpy(p->src_mac, d->hh + 6, 6);
+	p->saddr = d->cur_saddr;
+	p->daddr = d->cur_daddr;
+	memcpy(p->saddr6, &d->cur_in6_saddr, 16);
+	memcpy(p->daddr6, &d->cur_in6_daddr, 16);
+	p->udp_src = d->cur_udp_src;
+	p->udp_dst = d->cur_udp_dst;
+	p->tos = p->ipv6 ? d->traffic_class : d->tos;
+	memcpy(p->labels, d->labels, sizeof(p->labels));
+	p->nr_labels = (int)d->nr_labels;
+	p->vlan_id = d->vlan_id;
+	p->vlan_p = d->vlan_p;
+	p->vlan_cfi = d->vlan_cfi;
+	p->svlan_id = d->svlan_id;
+	p->svlan_p = d->svlan_p;
+	p->svlan_cfi = d->svlan_cfi;
+	p->ip_id = d->ip_id;
+	p->seq_num = d->seq_num;
+	if (d->flags & F_NO_TIMESTAMP) {
+		p->tv_sec = p->tv_usec = 0;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		p->tv_sec = (uint32_t)ts.tv_sec;
+		p->tv_usec = (uint32_t)(ts.tv_nsec / 1000);
+	}
+	skb = uskb_pktgen_build(p, d->nd->dev,
+				d->node >= 0 && (d->flags & F_NODE) ? uskb_zero_page_node(d->node) :
+								      uskb_zero_page());
+	if (!skb) {
+		snprintf(d->result, RESULT_SZ, "No memory");
+		return NULL;
+	}
+	if (!p->ipv6)
+		d->ip_id++;
+	skb->queue_mapping = (uint16_t)d->cur_queue_map;
+	skb->priority = d->skb_priority;
+	return skb;
+}
+
+/* ---- running ---- */
+
+static void setup_inject(struct pg_dev *d)
+{
+	unsigned int ntxq = d->nd->dev->nqueues;
+
+	if (ntxq <= d->queue_map_min)
+		d->queue_map_min = (ntxq ? ntxq : 1) - 1;
+	if (d->queue_map_max >= ntxq)
+		d->queue_map_max = (ntxq ? ntxq : 1) - 1;
+	memcpy(d->hh + 6, zero_mac(d->src_mac) ? d->nd->dev->mac : d->src_mac, 6);
+	memcpy(d->hh, d->dst_mac, 6);
+	if (d->flags & F_IPV6) {
+		if (d->min_pkt_size == 0)
+			d->min_pkt_size = 14 + 40 + 8 + 16;
+	} else {
+		if (d->min_pkt_size == 0)
+			d->min_pkt_size = 14 + 20 + 8 + 16;
+		/* no address on our devices: an unset source stays 0.0.0.0 */
+		d->saddr_min = d->src_min[0] ? d->saddr_min : 0;
+		d->saddr_max = d->src_min[0] ? d->saddr_max : 0;
+	}
+	d->cur_pkt_size = d->min_pkt_size;
+	if (d->min_pkt_size > d->max_pkt_size)
+		d->max_pkt_size = d->min_pkt_size;
+	d->cur_dst_mac_offset = d->cur_src_mac_offset = 0;
+	d->cur_saddr = d->saddr_min;
+	d->cur_daddr = d->daddr_min;
+	d->cur_udp_dst = d->udp_dst_min;
+	d->cur_udp_src = d->udp_src_min;
+	d->nflows = 0;
+}
+
+static int dev_start(struct pg_dev *d)
+{
+	uint64_t t;
+
+	setup_inject(d);
+	free(d->flows);
+	d->flows = calloc(d->cflows ? d->cflows : 1, sizeof(*d->flows));
+	if (!d->flows) {
+		snprintf(d->result, RESULT_SZ, "Error starting");
+		return -ENOMEM;
+	}
+	d->curfl = 0;
+	for (unsigned int i = 0; i < d->n_imix; i++)
+		d->imix[i].count_so_far = 0;
+	/* pktgen_clear_counters() */
+	d->seq_num = 1;
+	atomic_store(&d->idle_acc, 0);
+	atomic_store(&d->sofar, 0);
+	atomic_store(&d->tx_bytes, 0);
+	atomic_store(&d->errors, 0);
+	if (d->skb) {
+		uskb_free(d->skb);
+		d->skb = NULL;
+	}
+	d->last_nfrags = -1;
+	t = now_ns();
+	atomic_store(&d->started_at, t);
+	d->next_tx = t;
+	snprintf(d->result, RESULT_SZ, "Starting");
+	atomic_store(&d->running, true);
+	return 0;
+}
+
+static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sofar, uint64_t *pps,
+			  uint64_t *bps)
+{
+	if (!elapsed)
+		elapsed = 1;
+	*pps = (uint64_t)((unsigned __int128)sofar * 1000000000u / elapsed);
+	if (d->n_imix) {
+		unsigned __int128 bytes = 0;
+
+		for (unsigned int i = 0; i < d->n_imix; i++)
+			bytes += (unsigned __int128)d->imix[i].size * d->imix[i].count_so_far;
+		*bps = (uint64_t)(bytes * 8 * 1000000000u / elapsed);
+	} else {
+		*bps = *pps * 8 * d->cur_pkt_size;
+	}
+}
+
+/* pktgen_stop_device() + show_results() */
+static void dev_stop(struct pg_dev *d)
+{
+	uint64_t stopped = now_ns(), started = atomic_load(&d->started_at);
+	uint64_t elapsed = stopped - started, idle = atomic_load(&d->idle_acc), pps, bps;
+	uint64_t sofar = atomic_load(&d->sofar);
+	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : -1;
+	int n;
+
+	if (!atomic_load(&d->running))
+		return;
+	if (d->skb) {
+		uskb_free(d->skb);
+		d->skb = NULL;
+	}
+	d->last_nfrags = nr_frags;
+	atomic_store(&d->stopped_at, stopped);
+	compute_rates(d, elapsed, sofar, &pps, &bps);
+	n = snprintf(d->result, RESULT_SZ, "OK: %" PRIu64 "(c%" PRIu64 "+d%" PRIu64 ") usec, %" PRIu64
+		     " (%ubyte,%dfrags)\n",
+		     elapsed / 1000, (elapsed - (idle > elapsed ? elapsed : idle)) / 1000, idle / 1000,
+		     sofar, d->cur_pkt_size, nr_frags);
+	snprintf(d->result + n, RESULT_SZ - (size_t)n,
+		 "  %" PRIu64 "pps %" PRIu64 "Mb/sec (%" PRIu64 "bps) errors: %" PRIu64, pps,
+		 bps / 1000000, bps, atomic_load(&d->errors));
+	atomic_store(&d->running, false);
+}
+
+/* spin(): wait for @until, sleeping while more than 100 us remain */
+static void spin(struct pg_dev *d, uint64_t until)
+{
+	uint64_t start = now_ns(), t = start;
+
+	if (until <= start) {
+		d->next_tx = until + d->delay;
+		return;
+	}
+	if (until - start >= 100000) {
+		struct timespec ts;
+		uint64_t wake = until - 50000; /* sleep most of it, spin the last 50 us */
+
+		ts.tv_sec = (time_t)(wake / 1000000000u);
+		ts.tv_nsec = (long)(wake % 1000000000u);
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
+		       !atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed))
+			;
+	}
+	while ((t = now_ns()) < until && !atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed))
+		;
+	atomic_store_explicit(&d->idle_acc, atomic_load_explicit(&d->idle_acc, memory_order_relaxed) +
+							 (t - start), memory_order_relaxed);
+	d->next_tx = until + d->delay;
+}
+
+static void add_relaxed(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
+{
+	struct pg_netdev *nd = d->nd;
+	unsigned int burst = d->burst, ok = 0, errs = 0;
+	uint64_t sofar = atomic_load_explicit(&d->sofar, memory_order_relaxed);
+	int n;
+
+	if (d->delay == UINT64_MAX) { /* "never transmit" */
+		struct timespec ts = { 0, 10000000 };
+
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (!d->skb || (d->last_ok && ++d->clone_count >= d->clone_skb)) {
+		if (d->skb)
+			uskb_free(d->skb);
+		d->skb = fill_packet(d);
+		if (!d->skb) {
+			d->clone_count--;
+			sched_yield();
+			return;
+		}
+		d->last_pkt_size = d->skb->len;
+		d->clone_count = 0;
+	}
+	if (d->delay && d->last_ok)
+		spin(d, d->next_tx);
+	/* no overshoot: a burst never sends past count (the kernel's may) */
+	if (d->count && burst > d->count - sofar)
+		burst = (unsigned int)(d->count - sofar);
+	if (burst > MAX_BURST)
+		burst = MAX_BURST;
+	n = (int)burst;
+	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
+	for (int i = 0; i < n; i++)
+		t->vec[i] = d->skb;
+	if (nd->users > 1)
+		pthread_mutex_lock(&nd->txlock);
+	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
+	if (nd->users > 1)
+		pthread_mutex_unlock(&nd->txlock);
+	for (int i = 0; i < n; i++) {
+		switch (t->res[i]) {
+		case USKB_XMIT_OK:
+			ok++;
+			break;
+		case USKB_XMIT_DROP:
+			errs++;
+			break;
+		default: /* busy: the reference is still ours; retry later */
+			uskb_free(d->skb);
+			d->last_ok = false;
+			break;
+		}
+	}
+	if (ok) {
+		d->last_ok = true;
+		d->seq_num += ok;
+		if (d->n_imix)
+			d->imix[d->cur_imix].count_so_far += ok;
+		atomic_store_explicit(&d->sofar, sofar + ok, memory_order_relaxed);
+		add_relaxed(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
+	}
+	if (errs)
+		add_relaxed(&d->errors, errs);
+	if (d->count && sofar + ok >= d->count) {
+		/* pktgen_wait_for_skb(): until the device let go of every copy */
+		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 &&
+		       !atomic_load_explicit(&t->pg->stop, memory_order_relaxed))
+			sched_yield();
+		dev_stop(d);
+	}
+}
+
+static struct pg_dev *next_to_run(struct pg_thread *t)
+{
+	struct pg_dev *best = NULL;
+
+	for (struct pg_dev *d = t->devs; d; d = d->next)
+		if (atomic_load_explicit(&d->running, memory_order_relaxed) &&
+		    (!best || d->next_tx < best->next_tx))
+			best = d;
+	return best;
+}
+
+static void *thread_worker(void *arg)
+{
+	struct pg_thread *t = arg;
+	struct uskb_pktgen *pg = t->pg;
+
+	if (pg->pin) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+	}
+	for (;;) {
+		struct pg_dev *d;
+
+		if (atomic_load_explicit(&pg->stop, memory_order_relaxed)) {
+			for (d = t->devs; d; d = d->next)
+				dev_stop(d);
+			break;
+		}
+		d = next_to_run(t);
+		if (!d)
+			break;
+		pg_xmit(t, d);
+	}
+	uskb_thread_flush(); /* hand this thread's cached skbs and pages back */
+	return NULL;
+}
+
+static int run_all(struct uskb_pktgen *pg)
+{
+	bool started[pg->nthreads];
+	int i;
+
+	atomic_store(&pg->stop, false);
+	atomic_store(&pg->running, true);
+	for (i = 0; i < pg->nthreads; i++) {
+		struct pg_thread *t = &pg->threads[i];
+
+		started[i] = false;
+		for (struct pg_dev *d = t->devs; d; d = d->next)
+			dev_start(d);
+		if (t->devs && pthread_create(&t->th, NULL, thread_worker, t) == 0)
+			started[i] = true;
+		else
+			for (struct pg_dev *d = t->devs; d; d = d->next)
+				if (atomic_load(&d->running)) {
+					atomic_store(&d->running, false);
+					snprintf(d->result, RESULT_SZ, "Error starting");
+				}
+	}
+	for (i = 0; i < pg->nthreads; i++)
+		if (started[i])
+			pthread_join(pg->threads[i].th, NULL);
+	atomic_store(&pg->running, false);
+	return 0;
+}
+
+/* ---- devices on threads ---- */
+
+static struct pg_dev *find_dev(struct uskb_pktgen *pg, const char *name, struct pg_thread **tp)
+{
+	for (int i = 0; i < pg->nthreads; i++)
+		for (struct pg_dev *d = pg->threads[i].devs; d; d = d->next)
+			if (!strcmp(d->odevname, name)) {
+				if (tp)
+					*tp = &pg->threads[i];
+				return d;
+			}
+	return NULL;
+}
+
+static void netdev_put(struct uskb_pktgen *pg, struct pg_netdev *nd)
+{
+	if (--nd->users > 0 || !nd->owned)
+		return;
+	for (struct pg_netdev **pp = &pg->netdevs; *pp; pp = &(*pp)->next)
+		if (*pp == nd) {
+			*pp = nd->next;
+			break;
+		}
+	uskb_dev_close(nd->dev);
+	pthread_mutex_destroy(&nd->txlock);
+	free(nd);
+}
+
+static struct pg_netdev *netdev_get(struct uskb_pktgen *pg, const char *base)
+{
+	struct pg_netdev *nd;
+
+	for (nd = pg->netdevs; nd; nd = nd->next)
+		if (!strcmp(nd->name, base)) {
+			nd->users++;
+			return nd;
+		}
+	nd = calloc(1, sizeof(*nd));
+	if (!nd)
+		return NULL;
+	nd->dev = uskb_dev_open(base);
+	if (!nd->dev) {
+		free(nd);
+		return NULL;
+	}
+	snprintf(nd->name, sizeof(nd->name), "%s", base);
+	nd->owned = true;
+	nd->users = 1;
+	pthread_mutex_init(&nd->txlock, NULL);
+	nd->next = pg->netdevs;
+	pg->netdevs = nd;
+	return nd;
+}
+
+static void dev_remove(struct uskb_pktgen *pg, struct pg_dev *d)
+{
+	if (d->skb)
+		uskb_free(d->skb);
+	free(d->flows);
+	netdev_put(pg, d->nd);
+	free(d);
+}
+
+static void rem_all(struct uskb_pktgen *pg, struct pg_thread *t)
+{
+	while (t->devs) {
+		struct pg_dev *d = t->devs;
+
+		t->devs = d->next;
+		dev_remove(pg, d);
+	}
+}
+
+static int add_device(struct uskb_pktgen *pg, struct pg_thread *t, const char *ifname)
+{
+	char base[NAME_SZ];
+	struct pg_dev *d;
+	size_t n;
+
+	if (find_dev(pg, ifname, NULL))
+		return -EBUSY;
+	n = strcspn(ifname, "@");
+	if (!n || n >= sizeof(base))
+		return -EINVAL;
+	memcpy(base, ifname, n);
+	base[n] = 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->nd = netdev_get(pg, base);
+	if (!d->nd) {
+		int err = errno ? -errno : -ENODEV;
+
+		free(d);
+		return err;
+	}
+	snprintf(d->odevname, sizeof(d->odevname), "%s", ifname);
+	d->t = t;
+	d->count = 1000;
+	d->udp_src_min = d->udp_src_max = d->udp_dst_min = d->udp_dst_max = 9;
+	d->vlan_id = d->svlan_id = 0xffff;
+	d->burst = 1;
+	d->node = -1;
+	d->rng = (pg->seeded ? pg->seed : now_ns()) + 0x9E3779B97F4A7C15ull * ++pg->ndevs_made;
+	if (!d->rng)
+		d->rng = 1;
+	d->next = t->devs;
+	t->devs = d;
+	return 0;
+}
+
+static int thread_write(struct uskb_pktgen *pg, struct pg_thread *t, const char *buf)
+{
+	char name[40];
+	size_t i = skip_sep(buf), len = word_len(buf + i, sizeof(name) - 1);
+	int err;
+
+	memcpy(name, buf + i, len);
+	name[len] = 0;
+	i += len;
+	i += skip_sep(buf + i);
+	if (!strcmp(name, "add_device")) {
+		char f[NAME_SZ];
+
+		copy_word(f, sizeof(f), buf + i, sizeof(f) - 1);
+		err = add_device(pg, t, f);
+		if (!err)
+			snprintf(t->result, RESULT_SZ, "OK: add_device=%s", f);
+		else
+			snprintf(t->result, RESULT_SZ, "ERROR: can not add device %s", f);
+		return err;
+	}
+	if (!strcmp(name, "rem_device_all")) {
+		rem_all(pg, t);
+		snprintf(t->result, RESULT_SZ, "OK: rem_device_all");
+		return 0;
+	}
+	if (!strcmp(name, "max_before_softirq")) {
+		snprintf(t->result, RESULT_SZ, "OK: Note! max_before_softirq is obsoleted -- Do not use");
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---- the public side ---- */
+
+struct uskb_pktgen *uskb_pktgen_new(const struct uskb_pktgen_opts *opts)
+{
+	struct uskb_pktgen_opts o = opts ? *opts : (struct uskb_pktgen_opts){ 0 };
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct uskb_pktgen *pg;
+	int n;
+
+	if (ncpus < 1)
+		ncpus = 1;
+	n = o.nthreads > 0 ? o.nthreads : (int)ncpus;
+	if (o.nthreads < 0 || n > 4096) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pg = calloc(1, sizeof(*pg) + (size_t)n * sizeof(pg->threads[0]));
+	if (!pg)
+		return NULL;
+	pg->nthreads = n;
+	pg->ncpus = (int)ncpus;
+	pg->pin = !o.no_pin;
+	pg->seeded = o.seeded;
+	pg->seed = o.seed;
+	pthread_mutex_init(&pg->lock, NULL);
+	for (int i = 0; i < n; i++) {
+		pg->threads[i].pg = pg;
+		pg->threads[i].id = i;
+		pg->threads[i].cpu = i % (int)ncpus;
+	}
+	return pg;
+}
+
+void uskb_pktgen_free(struct uskb_pktgen *pg)
+{
+	if (!pg)
+		return;
+	for (int i = 0; i < pg->nthreads; i++)
+		rem_all(pg, &pg->threads[i]);
+	while (pg->netdevs) { /* registered devices stay the caller's */
+		struct pg_netdev *nd = pg->netdevs;
+
+		pg->netdevs = nd->next;
+		if (nd->owned)
+			uskb_dev_close(nd->dev);
+		pthread_mutex_destroy(&nd->txlock);
+		free(nd);
+	}
+	pthread_mutex_destroy(&pg->lock);
+	free(pg);
+}
+
+int uskb_pktgen_nthreads(const struct uskb_pktgen *pg)
+{
+	return pg->nthreads;
+}
+
+int uskb_pktgen_register_dev(struct uskb_pktgen *pg, const char *name, struct uskb_dev *dev)
+{
+	struct pg_netdev *nd;
+
+	if (!name || !*name || strlen(name) >= NAME_SZ || strchr(name, '@') || !dev)
+		return -EINVAL;
+	for (nd = pg->netdevs; nd; nd = nd->next)
+		if (!strcmp(nd->name, name))
+			return -EEXIST;
+	nd = calloc(1, sizeof(*nd));
+	if (!nd)
+		return -ENOMEM;
+	snprintf(nd->name, sizeof(nd->name), "%s", name);
+	nd->dev = dev;
+	pthread_mutex_init(&nd->txlock, NULL);
+	nd->next = pg->netdevs;
+	pg->netdevs = nd;
+	return 0;
+}
+
+static struct pg_thread *thread_by_name(struct uskb_pktgen *pg, const char *file)
+{
+	char *end;
+	long id;
+
+	if (strncmp(file, "kpktgend_", 9) || !isdigit((unsigned char)file[9]))
+		return NULL;
+	id = strtol(file + 9, &end, 10);
+	if (*end || id < 0 || id >= pg->nthreads)
+		return NULL;
+	return &pg->threads[id];
+}
+
+int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd)
+{
+	struct pg_thread *t;
+	struct pg_dev *d;
+	int err = -ENOENT;
+
+	if (!file || !cmd)
+		return -EINVAL;
+	if (!strcmp(file, "pgctrl")) {
+		char w[16];
+
+		copy_word(w, sizeof(w), cmd + skip_sep(cmd), 15);
+		if (!strcmp(w, "stop")) {
+			uskb_pktgen_stop(pg);
+			return 0;
+		}
+		if (strcmp(w, "start") && strcmp(w, "reset"))
+			return -EINVAL;
+		pthread_mutex_lock(&pg->lock);
+		if (atomic_load(&pg->running)) {
+			err = -EBUSY;
+		} else if (w[0] == 's') {
+			err = run_all(pg);
+		} else {
+			for (int i = 0; i < pg->nthreads; i++)
+				rem_all(pg, &pg->threads[i]);
+			err = 0;
+		}
+		pthread_mutex_unlock(&pg->lock);
+		return err;
+	}
+	if (!*cmd)
+		return -EINVAL;
+	pthread_mutex_lock(&pg->lock);
+	if ((t = thread_by_name(pg, file)))
+		err = atomic_load(&pg->running) ? -EBUSY : thread_write(pg, t, cmd);
+	else if ((d = find_dev(pg, file, NULL)))
+		err = atomic_load(&pg->running) ? -EBUSY : dev_write(d, cmd);
+	pthread_mutex_unlock(&pg->lock);
+	return err;
+}
+
+const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file)
+{
+	struct pg_thread *t = thread_by_name(pg, file);
+	struct pg_dev *d;
+
+	if (t)
+		return t->result[0] ? t->result : "NA";
+	d = find_dev(pg, file, NULL);
+	if (d)
+		return d->result[0] ? d->result : "Idle";
+	return NULL;
+}
+
+int uskb_pktgen_read(struct uskb_pktgen *pg, const char *file, char *buf, size_t len)
+{
+	struct sbuf s = { buf, len, 0 };
+	struct pg_thread *t;
+	struct pg_dev *d;
+
+	if (len)
+		buf[0] = 0;
+	if (!strcmp(file, "pgctrl")) {
+		sb(&s, "%s", PG_VERSION);
+	} else if ((t = thread_by_name(pg, file))) {
+		sb(&s, "Running: ");
+		for (d = t->devs; d; d = d->next)
+			if (atomic_load(&d->running))
+				sb(&s, "%s ", d->odevname);
+		sb(&s, "\nStopped: ");
+		for (d = t->devs; d; d = d->next)
+			if (!atomic_load(&d->running))
+				sb(&s, "%s ", d->odevname);
+		sb(&s, "\nResult: %s\n", t->result[0] ? t->result : "NA");
+	} else if ((d = find_dev(pg, file, NULL))) {
+		dev_show(d, &s);
+	} else {
+		return -ENOENT;
+	}
+	return (int)s.n;
+}
+
+void uskb_pktgen_stop(struct uskb_pktgen *pg)
+{
+	atomic_store(&pg->stop, true);
+}
+
+int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
+			  struct uskb_pktgen_stats *st)
+{
+	for (int k = 0; k < pg->nthreads; k++)
+		for (struct pg_dev *d = pg->threads[k].devs; d; d = d->next) {
+			uint64_t started, stop;
+
+			if (i--)
+				continue;
+			if (name)
+				snprintf(name, namelen, "%s", d->odevname);
+			memset(st, 0, sizeof(*st));
+			st->running = atomic_load(&d->running);
+			started = atomic_load(&d->started_at);
+			stop = st->running ? now_ns() : atomic_load(&d->stopped_at);
+			st->sofar = atomic_load(&d->sofar);
+			st->errors = atomic_load(&d->errors);
+			st->tx_bytes = atomic_load(&d->tx_bytes);
+			st->idle_ns = atomic_load(&d->idle_acc);
+			st->elapsed_ns = started && stop > started ? stop - started : 0;
+			/* the worker owns these while it runs */
+			st->pkt_size = st->running ? 0 : d->cur_pkt_size;
+			st->nfrags = st->running ? -1 : d->last_nfrags;
+			if (st->elapsed_ns) {
+				st->pps = (uint64_t)((unsigned __int128)st->sofar * 1000000000u /
+						     st->elapsed_ns);
+				st->bps = (uint64_t)((unsigned __int128)st->tx_bytes * 8 * 1000000000u /
+						     st->elapsed_ns);
+			}
+			return 0;
+		}
+	return -ENOENT;
+}
