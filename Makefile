@@ -46,10 +46,14 @@ TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
 EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+TOOL_BINS   := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
+BINDIR      ?= $(PREFIX)/bin
+DATADIR     ?= $(PREFIX)/share
 
-.PHONY: all lib tests examples demo deps test check fuzz fuzz-run bench install uninstall clean format
+.PHONY: all lib tests tools examples demo deps test check fuzz fuzz-run bench install uninstall clean format
 
-all: lib examples
+all: lib tools examples
 
 lib: $(STATIC) $(SHARED) $(BUILD)/uskb.pc
 
@@ -83,7 +87,19 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
 
-tests: $(TEST_BINS)
+tools: $(TOOL_BINS)
+
+$(BUILD)/tools/%: tools/%.c $(STATIC)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+
+tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS)
+
+# shell tests run from the build directory like the C ones
+$(BUILD)/test/%: test/%.sh
+	@mkdir -p $(@D)
+	$(Q)install -m 755 $< $@
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(STATIC)
 	@mkdir -p $(@D)

@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-pktgen: the kernel's pktgen in userspace. The options are those of
+ * the kernel's samples/pktgen/parameters.sh; extra arguments are raw pktgen
+ * device commands; --script runs pg_ctrl / pg_thread / pg_set lines.
+ * See man/uskb-pktgen.8.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uskb/uskb.h>
+
+#define VERSION "0.1.0"
+
+static struct uskb_pktgen *g_pg;
+static int verbose, quiet, json;
+static double duration;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: uskb-pktgen -i DEV [OPTION]... [\"COMMAND VALUE\"]...\n"
+		"       uskb-pktgen --script FILE [--json] [-q]\n"
+		"The kernel's packet generator in userspace: its command language, its packets\n"
+		"and its result lines. Each extra argument is a raw pktgen device command\n"
+		"applied after the options (e.g. \"flag IPSRC_RND\" \"src_min 198.18.0.1\").\n"
+		"\n"
+		"Options of the kernel's samples/pktgen/parameters.sh:\n"
+		"  -i DEV        output device: null, pcap:FILE (required)\n"
+		"  -s SIZE       packet size without FCS (default 60)\n"
+		"  -d DEST_IP    destination address or CIDR range\n"
+		"                (default 198.18.0.42, with -6 fd00::1)\n"
+		"  -m DST_MAC    destination MAC (default 90:e2:ba:ff:ff:ff)\n"
+		"  -p PORT       UDP destination port N or range N-M\n"
+		"  -t THREADS    generator threads, one device (DEV@N) each (default 1)\n"
+		"  -f FIRST      first thread number (default 0)\n"
+		"  -c CLONE_SKB  send each built skb this many more times (default 0)\n"
+		"  -n COUNT      packets per thread, 0 = until stopped (default 100000;\n"
+		"                0 when --duration is given)\n"
+		"  -b BURST      skbs handed to the device per call (default 1)\n"
+		"  -w DELAY      nanoseconds between packets (default 0)\n"
+		"  -6            IPv6\n"
+		"  -k            UDP checksum (flag UDPCSUM)\n"
+		"  -a            append: accepted for compatibility (each run starts clean)\n"
+		"  -v            print each command and its reply\n"
+		"  -x            print the device files before starting\n"
+		"More:\n"
+		"      --frags N      payload in N frags of the shared zero page\n"
+		"      --rate MBPS    total rate in Mb/s on the wire (preamble, FCS and gap\n"
+		"                     counted), split over the threads\n"
+		"      --ratep PPS    total packets per second, split over the threads\n"
+		"      --duration S   stop after S seconds\n"
+		"      --seed N       seed for the random flags (runs repeat exactly)\n"
+		"      --imix \"S,W S,W ...\"  packet sizes and weights\n"
+		"      --json         one JSON object per device instead of the status block\n"
+		"      --script FILE  run pg_ctrl / pg_thread N / pg_set DEV lines\n"
+		"      --no-pin       do not pin thread N to CPU N\n"
+		"  -q, --quiet        no progress line on stderr\n"
+		"  -h, --help         this text\n"
+		"      --version      print the version\n"
+		"\n"
+		"While running, a progress line per second goes to stderr; Ctrl-C stops\n"
+		"cleanly and reports. Exit status: 0 ok, 1 bad usage, 2 device error,\n"
+		"5 a command was refused.\n");
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "uskb-pktgen: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'uskb-pktgen --help'.\n");
+	exit(1);
+}
+
+/* proc_cmd() of functions.sh: write, then complain unless the reply is OK */
+static void proc_cmd(const char *file, const char *cmd)
+{
+	int err = uskb_pktgen_write(g_pg, file, cmd);
+	const char *res = uskb_pktgen_result(g_pg, file);
+
+	if (verbose)
+		fprintf(stderr, "cmd: %s > %s%s%s\n", cmd, file, res ? "\n  Result: " : "",
+			res ? res : "");
+	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !verbose)
+		fprintf(stderr, "Result: %s\n", res);
+	if (err) {
+		if (!strncmp(cmd, "add_device", 10) && err != -EBUSY)
+			fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
+		fprintf(stderr, "ERROR: Write error(%d: %s) occurred cmd: \"%s > %s\"\n", -err,
+			strerror(-err), cmd, file);
+		uskb_pktgen_free(g_pg);
+		exit(5);
+	}
+}
+
+static void proc_cmdf(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void proc_cmdf(const char *file, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	proc_cmd(file, buf);
+}
+
+/* ---- running, progress, results ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	if (interrupted) {
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+	}
+	interrupted = 1;
+	if (g_pg)
+		uskb_pktgen_stop(g_pg);
+}
+
+struct progress {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec start, next;
+	uint64_t last_sent = 0, last_bytes = 0;
+	bool tty = isatty(2);
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	next = start;
+	pthread_mutex_lock(&p->mu);
+	for (int tick = 1; !p->done; tick++) {
+		struct uskb_pktgen_stats st;
+		uint64_t sent = 0, bytes = 0, errors = 0;
+		struct timespec now;
+		double t;
+
+		struct timespec wake;
+
+		next.tv_sec++;
+		wake = next;
+		if (duration > 0 && duration < (double)(next.tv_sec - start.tv_sec)) {
+			/* the deadline falls before this tick: wake for it */
+			double end = (double)start.tv_sec + (double)start.tv_nsec / 1e9 + duration;
+
+			wake.tv_sec = (time_t)end;
+			wake.tv_nsec = (long)((end - (double)wake.tv_sec) * 1e9);
+		}
+		while (!p->done && pthread_cond_timedwait(&p->cv, &p->mu, &wake) != ETIMEDOUT)
+			;
+		if (p->done)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		t = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
+		if (duration > 0 && t >= duration) {
+			uskb_pktgen_stop(g_pg);
+			break;
+		}
+		for (int i = 0; uskb_pktgen_dev_stats(g_pg, i, NULL, 0, &st) == 0; i++) {
+			sent += st.sofar;
+			bytes += st.tx_bytes;
+			errors += st.errors;
+		}
+		if (!quiet)
+			fprintf(stderr, "%s%6.1fs %12" PRIu64 " pps %8" PRIu64 " Mb/s  errors %" PRIu64
+					"  sent %" PRIu64 "%s",
+				tty ? "\r" : "", t, sent - last_sent, (bytes - last_bytes) * 8 / 1000000,
+				errors, sent, tty ? "\033[K" : "\n");
+		last_sent = sent;
+		last_bytes = bytes;
+		(void)tick;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!quiet && tty && last_sent)
+		fputc('\n', stderr);
+	return NULL;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			printf("\\n");
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void report(void)
+{
+	char name[256], *buf = malloc(65536);
+	struct uskb_pktgen_stats st;
+
+	if (!buf)
+		return;
+	for (int i = 0; uskb_pktgen_dev_stats(g_pg, i, name, sizeof(name), &st) == 0; i++) {
+		const char *res = uskb_pktgen_result(g_pg, name);
+		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
+				   errs = 0;
+		unsigned int size = 0;
+		int frags = 0;
+
+		if (!json) {
+			uskb_pktgen_read(g_pg, name, buf, 65536);
+			printf("%s%s", i ? "\n" : "", buf);
+			continue;
+		}
+		/* the figures of the result line itself */
+		if (!res || sscanf(res, "OK: %llu(c%llu+d%llu) usec, %llu (%ubyte,%dfrags)\n  %llupps "
+					"%lluMb/sec (%llubps) errors: %llu",
+				   &us, &busy, &idle, &sofar, &size, &frags, &pps, &mb, &bps, &errs) != 10) {
+			printf("{\"device\": ");
+			json_str(name);
+			printf(", \"ok\": false, \"result\": ");
+			json_str(res ? res : "");
+			printf("}\n");
+			continue;
+		}
+		printf("{\"device\": ");
+		json_str(name);
+		printf(", \"ok\": true, \"usec\": %llu, \"busy_usec\": %llu, \"idle_usec\": %llu, "
+		       "\"packets\": %llu, \"pkt_size\": %u, \"frags\": %d, \"pps\": %llu, "
+		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"tx_bytes\": %" PRIu64
+		       ", \"result\": ",
+		       us, busy, idle, sofar, size, frags, pps, mb, bps, errs, st.tx_bytes);
+		json_str(res);
+		printf("}\n");
+	}
+	fflush(stdout);
+	free(buf);
+}
+
+static void start_run(void)
+{
+	struct progress p = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	pthread_condattr_t ca;
+	bool prog;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p.cv, &ca);
+	prog = pthread_create(&p.th, NULL, progress_main, &p) == 0;
+	proc_cmd("pgctrl", "start");
+	if (prog) {
+		pthread_mutex_lock(&p.mu);
+		p.done = true;
+		pthread_cond_signal(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+		pthread_join(p.th, NULL);
+	}
+	if (interrupted)
+		fprintf(stderr, "uskb-pktgen: interrupted, stopped\n");
+	report();
+}
+
+/* ---- script mode ---- */
+
+static char *unquote(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = 0;
+	if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0]) {
+		s[n - 1] = 0;
+		s++;
+	}
+	return s;
+}
+
+static int run_script(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char line[1024];
+	int lineno = 0;
+	bool ran = false;
+
+	if (!f) {
+		fprintf(stderr, "uskb-pktgen: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line, *word, *rest;
+
+		lineno++;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#' || *s == '\n')
+			continue;
+		word = strsep(&s, " \t\n");
+		rest = s ? s : (char *)"";
+		if (!strcmp(word, "pg_ctrl")) {
+			rest = unquote(rest);
+			if (!strcmp(rest, "start")) {
+				start_run();
+				ran = true;
+			} else {
+				proc_cmd("pgctrl", rest);
+			}
+		} else if (!strcmp(word, "pg_thread") || !strcmp(word, "pg_set")) {
+			char file[300], *arg;
+
+			while (*rest == ' ' || *rest == '\t')
+				rest++;
+			arg = strsep(&rest, " \t\n");
+			if (!arg || !*arg || !rest) {
+				fprintf(stderr, "uskb-pktgen: %s:%d: %s needs a %s and a command\n", path,
+					lineno, word, word[3] == 't' ? "thread number" : "device");
+				return 1;
+			}
+			if (word[3] == 't')
+				snprintf(file, sizeof(file), "kpktgend_%s", arg);
+			else
+				snprintf(file, sizeof(file), "%s", unquote(arg));
+			{
+				/* pg_thread 0 "add_device" v0: the words make one command */
+				char cmd[1024] = "";
+				char *tok;
+
+				while ((tok = strsep(&rest, " \t\n"))) {
+					if (!*tok)
+						continue;
+					if (cmd[0])
+						strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+					strncat(cmd, tok, sizeof(cmd) - strlen(cmd) - 1);
+				}
+				proc_cmd(file, unquote(cmd));
+			}
+		} else {
+			fprintf(stderr,
+				"uskb-pktgen: %s:%d: unknown line \"%s\": use pg_ctrl, pg_thread N or pg_set DEV\n",
+				path, lineno, word);
+			return 1;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!ran)
+		fprintf(stderr, "uskb-pktgen: %s has no \"pg_ctrl start\": nothing was sent\n", path);
+	return 0;
+}
+
+/* ---- address and port ranges (parse_addr / parse_ports of functions.sh) ---- */
+
+static bool parse_cidr4(const char *s, char *min, char *max)
+{
+	char buf[64], *slash;
+	struct in_addr a;
+	long bits = 32;
+	uint32_t h, mask;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	slash = strchr(buf, '/');
+	if (slash) {
+		char *end;
+
+		*slash = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (*end || bits < 0 || bits > 32)
+			return false;
+	}
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return false;
+	mask = bits ? ~0u << (32 - bits) : 0;
+	h = ntohl(a.s_addr) & mask;
+	a.s_addr = htonl(h);
+	inet_ntop(AF_INET, &a, min, INET_ADDRSTRLEN);
+	a.s_addr = htonl(h | ~mask);
+	inet_ntop(AF_INET, &a, max, INET_ADDRSTRLEN);
+	return true;
+}
+
+static bool parse_cidr6(const char *s, char *min, char *max, bool *range)
+{
+	char buf[128], *slash;
+	struct in6_addr a, b;
+	long bits = 128;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	slash = strchr(buf, '/');
+	*range = slash != NULL;
+	if (slash) {
+		char *end;
+
+		*slash = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (*end || bits < 0 || bits > 128)
+			return false;
+	}
+	if (inet_pton(AF_INET6, buf, &a) != 1)
+		return false;
+	b = a;
+	for (int i = 0; i < 16; i++) {
+		int keep = bits >= (i + 1) * 8 ? 8 : bits > i * 8 ? (int)bits - i * 8 : 0;
+		uint8_t m = (uint8_t)(keep ? 0xff << (8 - keep) : 0);
+
+		a.s6_addr[i] &= m;
+		b.s6_addr[i] |= (uint8_t)~m;
+	}
+	inet_ntop(AF_INET6, &a, min, INET6_ADDRSTRLEN);
+	inet_ntop(AF_INET6, &b, max, INET6_ADDRSTRLEN);
+	return true;
+}
+
+static unsigned long parse_num(const char *opt, const char *s, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || v > max || s[0] == '-') {
+		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a number from 0 to %lu\n", opt, s, max);
+		exit(1);
+	}
+	return v;
+}
+
+static double parse_real(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (!*s || *end || !(v > 0)) {
+		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a positive number\n", opt, s);
+		exit(1);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_FRAGS = 256, O_RATE, O_RATEP, O_DURATION, O_SEED, O_IMIX, O_JSON, O_SCRIPT,
+	       O_NOPIN, O_VERSION };
+	static const struct option longopts[] = {
+		{ "frags", required_argument, NULL, O_FRAGS },
+		{ "rate", required_argument, NULL, O_RATE },
+		{ "ratep", required_argument, NULL, O_RATEP },
+		{ "duration", required_argument, NULL, O_DURATION },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "imix", required_argument, NULL, O_IMIX },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "script", required_argument, NULL, O_SCRIPT },
+		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, O_VERSION },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *dev = NULL, *dst = NULL, *dst_mac = "90:e2:ba:ff:ff:ff", *port = NULL,
+		   *imix = NULL, *script = NULL;
+	unsigned long size = 60, threads = 1, first = 0, clone = 0, burst = 1, frags = 0;
+	unsigned long long count = 100000, delay = 0;
+	bool count_set = false, ip6 = false, csum = false, debug = false, have_frags = false;
+	double rate = 0, ratep = 0;
+	struct uskb_pktgen_opts po = { 0 };
+	struct sigaction sa;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:i:d:m:p:f:t:c:n:b:w:vxh6akq", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': size = parse_num("-s", optarg, 65535); break;
+		case 'i': dev = optarg; break;
+		case 'd': dst = optarg; break;
+		case 'm': dst_mac = optarg; break;
+		case 'p': port = optarg; break;
+		case 'f': first = parse_num("-f", optarg, 4095); break;
+		case 't': threads = parse_num("-t", optarg, 4096); break;
+		case 'c': clone = parse_num("-c", optarg, 2147483647); break;
+		case 'n': count = parse_num("-n", optarg, ULONG_MAX); count_set = true; break;
+		case 'b': burst = parse_num("-b", optarg, 1u << 20); break;
+		case 'w': delay = parse_num("-w", optarg, ULONG_MAX); break;
+		case 'v': verbose = 1; break;
+		case 'x': debug = true; break;
+		case '6': ip6 = true; break;
+		case 'a': break;
+		case 'k': csum = true; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		case O_FRAGS: frags = parse_num("--frags", optarg, 17); have_frags = true; break;
+		case O_RATE: rate = parse_real("--rate", optarg); break;
+		case O_RATEP: ratep = parse_real("--ratep", optarg); break;
+		case O_DURATION: duration = parse_real("--duration", optarg); break;
+		case O_SEED:
+			po.seed = parse_num("--seed", optarg, ULONG_MAX);
+			po.seeded = true;
+			break;
+		case O_IMIX: imix = optarg; break;
+		case O_JSON: json = 1; break;
+		case O_SCRIPT: script = optarg; break;
+		case O_NOPIN: po.no_pin = true; break;
+		case O_VERSION: printf("uskb-pktgen %s (pktgen 2.75 command language)\n", VERSION); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (rate > 0 && ratep > 0)
+		die_usage("%s", "--rate and --ratep exclude each other");
+	if (!script && !dev)
+		die_usage("%s", "no device: give -i DEV (null, pcap:FILE) or --script FILE");
+	if (!threads)
+		die_usage("%s", "-t: at least one thread");
+	if (duration > 0 && !count_set)
+		count = 0;
+
+	if (ncpus < 1)
+		ncpus = 1;
+	po.nthreads = (int)(first + threads > (unsigned long)ncpus ? first + threads : (unsigned long)ncpus);
+	if (script) {
+		/* a script may name any kpktgend_N: give it plenty */
+		if (po.nthreads < 64)
+			po.nthreads = 64;
+	}
+	g_pg = uskb_pktgen_new(&po);
+	if (!g_pg) {
+		perror("uskb-pktgen");
+		return 2;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	if (script) {
+		int rc = run_script(script);
+
+		uskb_pktgen_free(g_pg);
+		return rc;
+	}
+
+	for (unsigned long t = first; t < first + threads; t++) {
+		char thr[32], name[300], dmin[INET6_ADDRSTRLEN], dmax[INET6_ADDRSTRLEN];
+		bool range = false;
+
+		snprintf(thr, sizeof(thr), "kpktgend_%lu", t);
+		if (threads > 1)
+			snprintf(name, sizeof(name), "%s@%lu", dev, t);
+		else
+			snprintf(name, sizeof(name), "%s", dev);
+		proc_cmd(thr, "rem_device_all");
+		proc_cmdf(thr, "add_device %s", name);
+		if (threads > 1)
+			proc_cmd(name, "flag QUEUE_MAP_CPU");
+		proc_cmdf(name, "count %llu", count);
+		proc_cmdf(name, "clone_skb %lu", clone);
+		proc_cmdf(name, "pkt_size %lu", size);
+		proc_cmdf(name, "delay %llu", delay);
+		if (burst > 1)
+			proc_cmdf(name, "burst %lu", burst);
+		if (have_frags)
+			proc_cmdf(name, "frags %lu", frags);
+		proc_cmdf(name, "dst_mac %s", dst_mac);
+		if (ip6) {
+			if (!parse_cidr6(dst ? dst : "fd00::1", dmin, dmax, &range))
+				die_usage("-d: \"%s\" is not an IPv6 address or range", dst);
+			if (range) {
+				proc_cmdf(name, "dst6_min %s", dmin);
+				proc_cmdf(name, "dst6_max %s", dmax);
+			} else {
+				proc_cmdf(name, "dst6 %s", dmin);
+			}
+		} else {
+			if (!parse_cidr4(dst ? dst : "198.18.0.42", dmin, dmax))
+				die_usage("-d: \"%s\" is not an IPv4 address or CIDR range", dst);
+			proc_cmdf(name, "dst_min %s", dmin);
+			proc_cmdf(name, "dst_max %s", dmax);
+		}
+		if (port) {
+			unsigned long lo, hi;
+			char extra;
+			int k = sscanf(port, "%lu-%lu%c", &lo, &hi, &extra);
+
+			if (k == 1 && !strchr(port, '-'))
+				hi = lo;
+			else if (k != 2 || hi < lo)
+				die_usage("-p: \"%s\" is not a port N or a range N-M", port);
+			if (hi > 65535)
+				die_usage("-p: \"%s\": ports end at 65535", port);
+			/* udp_dst_max is exclusive in random mode: as the kernel samples */
+			proc_cmdf(name, "udp_dst_min %lu", lo);
+			proc_cmdf(name, "udp_dst_max %lu", hi);
+		}
+		if (csum)
+			proc_cmd(name, "flag UDPCSUM");
+		if (imix)
+			proc_cmdf(name, "imix_weights %s", imix);
+		/* the delay is per transmit call, which sends a whole burst */
+		if (ratep > 0) {
+			double per = ratep / (double)threads;
+
+			proc_cmdf(name, "delay %.0f", 1e9 * (double)burst / per);
+		} else if (rate > 0) {
+			/* on the wire: preamble 8 + FCS 4 + inter-frame gap 12 */
+			double per = rate / (double)threads, bits = ((double)size + 24) * 8;
+
+			proc_cmdf(name, "delay %.0f", bits * 1000.0 * (double)burst / per);
+		}
+		for (int a = optind; a < argc; a++)
+			proc_cmd(name, argv[a]);
+		if (debug) {
+			char buf[8192];
+
+			uskb_pktgen_read(g_pg, name, buf, sizeof(buf));
+			fprintf(stderr, "%s", buf);
+		}
+	}
+	start_run();
+	uskb_pktgen_free(g_pg);
+	return 0;
+}
