@@ -1455,6 +1455,7 @@ static void *thread_worker(void *arg)
 	return NULL;
 }
 
+/* Called with pg->lock held; drops it while the threads run. */
 static int run_all(struct uskb_pktgen *pg)
 {
 	bool started[pg->nthreads];
@@ -1477,9 +1478,12 @@ static int run_all(struct uskb_pktgen *pg)
 					snprintf(d->result, RESULT_SZ, "Error starting");
 				}
 	}
+	/* writes meanwhile see running and answer EBUSY; stop needs no lock */
+	pthread_mutex_unlock(&pg->lock);
 	for (i = 0; i < pg->nthreads; i++)
 		if (started[i])
 			pthread_join(pg->threads[i].th, NULL);
+	pthread_mutex_lock(&pg->lock);
 	atomic_store(&pg->running, false);
 	return 0;
 }

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pktgen engine's behaviour beyond the golden captures:
+ *   - commands and bad values: the reply and the error of each;
+ *   - burst and clone_skb reuse one skb through the users count; busy and
+ *     dropped results are retried / counted as the kernel does;
+ *   - the shared zero page is never written by a run with frags;
+ *   - two threads on one device; stop from another thread; pacing;
+ *   - live counters back to zero (t_end).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <unistd.h>
+#include "t.h"
+
+/* ---- a recording device ---- */
+
+static struct {
+	int calls, pkts, busy_every, drop_every, seen;
+	uint32_t seqs[4096];
+	uint32_t last;
+	int distinct; /* packets built: changes of seq_num */
+	uint16_t queue_max;
+} rec;
+
+static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
+{
+	(void)dev;
+	(void)queue;
+	rec.calls++;
+	for (int i = 0; i < n; i++) {
+		unsigned char pgh[16];
+		uint32_t seq;
+
+		rec.seen++;
+		if (rec.busy_every && rec.seen % rec.busy_every == 0) {
+			res[i] = USKB_XMIT_BUSY; /* not taken: still the caller's */
+			continue;
+		}
+		CHECK(uskb_copy_bits(skbs[i], 14 + 20 + 8, pgh, 16) == 0);
+		CHECK(!memcmp(pgh, "\xbe\x9b\xe9\x55", 4));
+		memcpy(&seq, pgh + 4, 4);
+		if (ntohl(seq) != rec.last) {
+			rec.distinct++;
+			rec.last = ntohl(seq);
+		}
+		if (rec.pkts < 4096)
+			rec.seqs[rec.pkts] = ntohl(seq);
+		if (rec.drop_every && rec.seen % rec.drop_every == 0) {
+			res[i] = USKB_XMIT_DROP;
+		} else {
+			res[i] = USKB_XMIT_OK;
+			rec.pkts++;
+		}
+		uskb_free(skbs[i]);
+	}
+}
+
+static const struct uskb_dev_ops rec_ops = { .type = "rec", .xmit = rec_xmit };
+
+static struct uskb_dev *rec_dev(void)
+{
+	static struct uskb_dev dev;
+
+	memset(&dev, 0, sizeof(dev));
+	snprintf(dev.name, sizeof(dev.name), "rec");
+	dev.ops = &rec_ops;
+	dev.features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
+	dev.mtu = 1500;
+	dev.nqueues = 1;
+	memcpy(dev.mac, "\x02\x00\x00\x00\x00\x01", 6);
+	memset(&rec, 0, sizeof(rec));
+	return &dev;
+}
+
+static struct uskb_pktgen *engine(int threads)
+{
+	struct uskb_pktgen_opts o = { .nthreads = threads, .seeded = true, .seed = 42, .no_pin = true };
+	struct uskb_pktgen *pg = uskb_pktgen_new(&o);
+
+	CHECK(pg != NULL);
+	return pg;
+}
+
+static void cmd_ok(struct uskb_pktgen *pg, const char *file, const char *cmd)
+{
+	int err = uskb_pktgen_write(pg, file, cmd);
+
+	if (err) {
+		fprintf(stderr, "\"%s\" > %s: %d (%s)\n", cmd, file, err, uskb_pktgen_result(pg, file));
+		t_failures++;
+	}
+}
+
+/* ---- commands and bad values ---- */
+
+struct cmd_case {
+	const char *cmd;
+	int err;
+	const char *reply; /* prefix of the reply; NULL: unchanged */
+};
+
+static const struct cmd_case cases[] = {
+	{ "count 20", 0, "OK: count=20" },
+	{ "count", -EINVAL, "ERROR: count needs a decimal number" },
+	{ "count x", -EINVAL, "ERROR: count needs a decimal number" },
+	{ "count 123456789012345678901", -ERANGE, "ERROR: count: at most 20 digits" },
+	{ "pkt_size 10", 0, "OK: pkt_size=42" }, /* clamped, as the kernel */
+	{ "pkt_size 70000", -ERANGE, "ERROR: pkt_size: 70000 is out of range" },
+	{ "min_pkt_size 100", 0, "OK: min_pkt_size=100" },
+	{ "max_pkt_size 200", 0, "OK: max_pkt_size=200" },
+	{ "  \"pkt_size\" = 100\n", 0, "OK: pkt_size=100" }, /* separators skipped */
+	{ "pkt_size=100", -EINVAL, "No such parameter \"pkt_size=100\"" }, /* '=' ends no name */
+	{ "frags 4", 0, "OK: frags=4" },
+	{ "delay 2147483647", 0, "OK: delay=18446744073709551615" }, /* 0x7FFFFFFF: never */
+	{ "delay 0", 0, "OK: delay=0" },
+	{ "ratep 1000", 0, "OK: rate=1000" },
+	{ "rate 300M", 0, "OK: rate=300" },
+	{ "ratep 0", -EINVAL, "ERROR: ratep must be above 0" },
+	{ "delay 0", 0, "OK: delay=0" },
+	{ "udp_src_min 1000", 0, "OK: udp_src_min=1000" },
+	{ "udp_dst_max 70000", -ERANGE, "ERROR: udp_dst_max: 70000 is not a port" },
+	{ "clone_skb 10", 0, "OK: clone_skb=10" },
+	{ "imix_weights 64,7 576,4", -EINVAL, "ERROR: imix_weights cannot be used with clone_skb" },
+	{ "clone_skb 0", 0, "OK: clone_skb=0" },
+	{ "imix_weights 64,7 576,4 1500,1", 0, NULL }, /* the kernel replies nothing */
+	{ "imix_weights 64", -EINVAL, "ERROR: imix_weights wants SIZE,WEIGHT pairs" },
+	{ "clone_skb 1", -EINVAL, "ERROR: clone_skb cannot be used with imix_weights" },
+	{ "burst 32", 0, "OK: burst=32" },
+	{ "burst 0", 0, "OK: burst=1" },
+	{ "node 0", 0, "OK: node=0" },
+	{ "node 999", 0, "ERROR: node not possible" },
+	{ "xmit_mode queue_xmit", 0, "OK: xmit_mode=queue_xmit" },
+	{ "burst 8", -ENOTSUP, "ERROR: burst needs a device that takes shared skbs" },
+	{ "xmit_mode bogus", -EINVAL, "xmit_mode -:bogus:- unknown" },
+	{ "xmit_mode start_xmit", 0, "OK: xmit_mode=start_xmit" },
+	{ "flag UDPCSUM", 0, "OK: flags=0x40" },
+	{ "flag IPV6", -EINVAL, "Flag -:IPV6:- unknown" }, /* IPV6 can only be cleared */
+	{ "flag NODE_ALLOC", -EINVAL, "Flag -:NODE_ALLOC:- unknown" },
+	{ "flag NODE", 0, "OK: flags=0x20040" },
+	{ "flag !NODE", 0, "OK: flags=0x40" },
+	{ "flag FLOW_RND", 0, "OK: flags=0x40" }, /* = !FLOW_SEQ */
+	{ "flag !FLOW_RND", 0, "OK: flags=0x840" },
+	{ "flag !FLOW_SEQ", 0, "OK: flags=0x40" },
+	{ "dst 198.18.0.2", 0, "OK: dst_min=198.18.0.2" },
+	{ "dst_max 198.18.0.9", 0, "OK: dst_max=198.18.0.9" },
+	{ "dst 198.18.0.256", -EINVAL, "ERROR: dst: not an IPv4 address: \"198.18.0.256\"" },
+	{ "src_min 1.2.3", -EINVAL, "ERROR: src_min: not an IPv4 address" },
+	{ "dst_mac 02:00:00:00:00:02", 0, "OK: dstmac 02:00:00:00:00:02" },
+	{ "src_mac 02:00:00:00:00:0g", -EINVAL, "ERROR: src_mac: not a MAC address" },
+	{ "dst_mac 02:00:00:00:00:022", -EINVAL, "ERROR: dst_mac: not a MAC address" },
+	{ "flows 70000", 0, "OK: flows=65536" },
+	{ "flows 0", 0, "OK: flows=0" },
+	{ "mpls 0001000a,0002000b", 0, "OK: mpls=0001000a,0002000b" },
+	{ "mpls zz", -EINVAL, "ERROR: mpls wants hex labels" },
+	{ "mpls 1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,10,11", -E2BIG, "ERROR: mpls: at most 16 labels" },
+	{ "vlan_id 5", 0, "OK: vlan_id=5" }, /* turns MPLS off */
+	{ "vlan_id 40000", -ERANGE, "ERROR: vlan_id: at most 4 digits" },
+	{ "vlan_p 8", 0, "ERROR: vlan_p must be 0-7" },
+	{ "vlan_p 3", 0, "OK: vlan_p=3" },
+	{ "svlan_id 7", 0, "OK: svlan_id=7" },
+	{ "svlan_cfi 1", 0, "OK: svlan_cfi=1" },
+	{ "tos 1", 0, "ERROR: tos must be 00-ff" },
+	{ "tos 1f", 0, "OK: tos=0x1f" },
+	{ "traffic_class 123", 0, "ERROR: traffic_class must be 00-ff" },
+	{ "dst6 fd00::2", 0, "OK: dst6=fd00::2" }, /* sets IPV6 */
+	{ "dst6 fd00:::2", -EINVAL, "ERROR: dst6: not an IPv6 address" },
+	{ "flag !IPV6", 0, "OK: flags=0x40" },
+	{ "skb_priority 7", 0, "OK: skb_priority=7" },
+	{ "queue_map_max 123456", -ERANGE, "ERROR: queue_map_max: at most 5 digits" },
+	{ "clear_counters", 0, "OK: Clearing counters." },
+	{ "bogus 1", -EINVAL, "No such parameter \"bogus\"" },
+	{ "a_name_far_too_long_for_the_kernel 1", -EINVAL, "No such parameter \"a_name_far_too_\"" },
+};
+
+static void test_commands(void)
+{
+	struct uskb_dev *dev = rec_dev();
+	struct uskb_pktgen *pg = engine(1);
+	char buf[4096];
+
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), 0);
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), -EEXIST);
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "a@b", dev), -EINVAL);
+	/* the thread file */
+	CHECK_EQ(strcmp(uskb_pktgen_result(pg, "kpktgend_0"), "NA"), 0);
+	CHECK(uskb_pktgen_result(pg, "kpktgend_1") == NULL);
+	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_1", "add_device rec"), -ENOENT);
+	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "add_device nosuchdev"), -EINVAL);
+	CHECK_EQ(strcmp(uskb_pktgen_result(pg, "kpktgend_0"), "ERROR: can not add device nosuchdev"), 0);
+	cmd_ok(pg, "kpktgend_0", "add_device rec");
+	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "add_device rec"), -EBUSY);
+	cmd_ok(pg, "kpktgend_0", "add_device rec@1"); /* the same device again, under a tag */
+	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "bogus"), -EINVAL);
+	cmd_ok(pg, "kpktgend_0", "max_before_softirq 100");
+	CHECK(strstr(uskb_pktgen_result(pg, "kpktgend_0"), "obsoleted") != NULL);
+	CHECK_EQ(uskb_pktgen_write(pg, "pgctrl", "bogus"), -EINVAL);
+	CHECK(uskb_pktgen_read(pg, "pgctrl", buf, sizeof(buf)) > 0);
+	CHECK_EQ(strcmp(buf, "Packet Generator for packet performance testing. Version: 2.75\n"), 0);
+	CHECK_EQ(uskb_pktgen_read(pg, "nosuch", buf, sizeof(buf)), -ENOENT);
+	CHECK(uskb_pktgen_read(pg, "kpktgend_0", buf, sizeof(buf)) > 0);
+	CHECK_EQ(strcmp(buf, "Running: \nStopped: rec@1 rec \nResult: OK: Note! max_before_softirq is "
+			     "obsoleted -- Do not use\n"),
+		 0);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct cmd_case *c = &cases[i];
+		char before[600];
+		const char *res;
+		int err;
+
+		snprintf(before, sizeof(before), "%s", uskb_pktgen_result(pg, "rec"));
+		err = uskb_pktgen_write(pg, "rec", c->cmd);
+		res = uskb_pktgen_result(pg, "rec");
+		if (err != c->err || (c->reply && strncmp(res, c->reply, strlen(c->reply))) ||
+		    (!c->reply && strcmp(res, before))) {
+			fprintf(stderr, "\"%s\": %d \"%s\", want %d \"%s\"\n", c->cmd, err, res, c->err,
+				c->reply ? c->reply : before);
+			t_failures++;
+		}
+	}
+	/* the device file shows what was set */
+	CHECK(uskb_pktgen_read(pg, "rec", buf, sizeof(buf)) > 0);
+	CHECK(strstr(buf, "     imix_weights: 64,7 576,4 1500,1 \n") != NULL);
+	CHECK(strstr(buf, "     vlan_id: 5  vlan_p: 3  vlan_cfi: 0\n") != NULL);
+	CHECK(strstr(buf, "     svlan_id: 7  vlan_p: 0  vlan_cfi: 1\n") != NULL);
+	CHECK(strstr(buf, "     tos: 0x1f\n     node: 0\n     Flags: UDPCSUM  \n") != NULL);
+	CHECK(strstr(buf, "     skb_priority: 7\n") != NULL);
+	CHECK(strstr(buf, "     dst_min: 198.18.0.2  dst_max: 198.18.0.9\n") != NULL);
+	cmd_ok(pg, "pgctrl", "reset");
+	CHECK_EQ(uskb_pktgen_write(pg, "rec", "count 1"), -ENOENT);
+	uskb_pktgen_free(pg);
+}
+
+/* ---- burst, clone_skb, busy and drop ---- */
+
+static void run_rec(int count, int burst, int clone, int busy_every, int drop_every,
+		    const char *extra)
+{
+	struct uskb_dev *dev = rec_dev();
+	struct uskb_pktgen *pg = engine(1);
+	char cmd[64];
+
+	rec.busy_every = busy_every;
+	rec.drop_every = drop_every;
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), 0);
+	cmd_ok(pg, "kpktgend_0", "add_device rec");
+	snprintf(cmd, sizeof(cmd), "count %d", count);
+	cmd_ok(pg, "rec", cmd);
+	snprintf(cmd, sizeof(cmd), "burst %d", burst);
+	cmd_ok(pg, "rec", cmd);
+	snprintf(cmd, sizeof(cmd), "clone_skb %d", clone);
+	cmd_ok(pg, "rec", cmd);
+	if (extra)
+		cmd_ok(pg, "rec", extra);
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK(!strncmp(uskb_pktgen_result(pg, "rec"), "OK: ", 4));
+	uskb_pktgen_free(pg);
+}
+
+static void test_reuse(void)
+{
+	/* burst 10, clone 0: a new skb per transmit call, sent 10 times */
+	run_rec(1000, 10, 0, 0, 0, NULL);
+	CHECK_EQ(rec.pkts, 1000);
+	CHECK_EQ(rec.calls, 100);
+	CHECK_EQ(rec.distinct, 100);
+	for (int i = 0; i < 1000; i++)
+		if (rec.seqs[i] != (uint32_t)(i / 10 * 10 + 1)) {
+			fprintf(stderr, "burst: packet %d has seq %u\n", i, rec.seqs[i]);
+			t_failures++;
+			break;
+		}
+	/* the last burst is cut at count (the kernel would overshoot) */
+	run_rec(25, 10, 0, 0, 0, NULL);
+	CHECK_EQ(rec.pkts, 25);
+	CHECK_EQ(rec.calls, 3);
+	/* clone_skb 4, burst 1: each skb goes out on 4 calls (the kernel's count) */
+	run_rec(100, 1, 4, 0, 0, NULL);
+	CHECK_EQ(rec.pkts, 100);
+	CHECK_EQ(rec.distinct, 25);
+	/* clone_skb 0, burst 1: seq runs 1..N */
+	run_rec(300, 1, 0, 0, 0, NULL);
+	CHECK_EQ(rec.distinct, 300);
+	for (int i = 0; i < 300; i++)
+		CHECK_EQ(rec.seqs[i], (uint32_t)i + 1);
+	/* busy: not counted, retried with the same packet; no gap in seq */
+	run_rec(300, 1, 0, 7, 0, NULL);
+	CHECK_EQ(rec.pkts, 300);
+	for (int i = 0; i < 300; i++)
+		CHECK_EQ(rec.seqs[i], (uint32_t)i + 1);
+	/* drops: errors, not sent */
+	{
+		struct uskb_dev *dev = rec_dev();
+		struct uskb_pktgen *pg = engine(1);
+		struct uskb_pktgen_stats st;
+
+		rec.drop_every = 5;
+		CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), 0);
+		cmd_ok(pg, "kpktgend_0", "add_device rec");
+		cmd_ok(pg, "rec", "count 100");
+		cmd_ok(pg, "pgctrl", "start");
+		CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+		CHECK_EQ(st.sofar, 100);
+		CHECK_EQ(st.errors, 24); /* 124 tries, every 5th dropped */
+		CHECK(strstr(uskb_pktgen_result(pg, "rec"), "errors: 24") != NULL);
+		CHECK_EQ(uskb_pktgen_dev_stats(pg, 1, NULL, 0, &st), -ENOENT);
+		uskb_pktgen_free(pg);
+	}
+}
+
+/* ---- the zero page is never written ---- */
+
+static uint64_t page_sum(const unsigned char *p)
+{
+	uint64_t s = 0;
+
+	for (size_t i = 0; i < USKB_PAGE_SIZE; i++)
+		s = s * 31 + p[i] + 1;
+	return s;
+}
+
+static void test_zero_page(void)
+{
+	struct uskb_page *zp = uskb_zero_page();
+	const unsigned char *mem = uskb_page_address(zp);
+	uint64_t before = page_sum(mem);
+	struct uskb_pktgen *pg = engine(1);
+	struct uskb_pktgen_stats st;
+
+	for (size_t i = 0; i < USKB_PAGE_SIZE; i++)
+		if (mem[i]) {
+			fprintf(stderr, "zero page byte %zu is %u\n", i, mem[i]);
+			t_failures++;
+			break;
+		}
+	cmd_ok(pg, "kpktgend_0", "add_device null");
+	cmd_ok(pg, "null", "count 2000");
+	cmd_ok(pg, "null", "frags 17");
+	cmd_ok(pg, "null", "flag UDPCSUM");
+	cmd_ok(pg, "null", "min_pkt_size 60");
+	cmd_ok(pg, "null", "max_pkt_size 9000");
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 2000);
+	CHECK_EQ(st.nfrags, 17);
+	uskb_pktgen_free(pg);
+	CHECK_EQ(page_sum(mem), before);
+}
+
+/* ---- two threads, one device; stop from outside; pacing ---- */
+
+static void *starter(void *arg)
+{
+	return (void *)(intptr_t)uskb_pktgen_write(arg, "pgctrl", "start");
+}
+
+static void test_threads(void)
+{
+	struct uskb_dev *dev = uskb_dev_open("null");
+	struct uskb_pktgen *pg = engine(2);
+	struct uskb_pktgen_stats st;
+	pthread_t th;
+	void *ret;
+
+	CHECK(dev != NULL);
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "nulldev", dev), 0);
+	cmd_ok(pg, "kpktgend_0", "add_device nulldev@0");
+	cmd_ok(pg, "kpktgend_1", "add_device nulldev@1");
+	cmd_ok(pg, "nulldev@0", "count 20000");
+	cmd_ok(pg, "nulldev@1", "count 30000");
+	cmd_ok(pg, "nulldev@1", "burst 16");
+	cmd_ok(pg, "nulldev@1", "clone_skb 100");
+	cmd_ok(pg, "nulldev@0", "frags 2");
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK_EQ(dev->stats.tx_packets, 50000);
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 20000);
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 1, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 30000);
+
+	/* count 0 runs until stopped; commands are refused meanwhile */
+	cmd_ok(pg, "nulldev@0", "count 0");
+	cmd_ok(pg, "nulldev@1", "count 0");
+	CHECK_EQ(pthread_create(&th, NULL, starter, pg), 0);
+	do
+		usleep(1000);
+	while (uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st) == 0 && st.sofar < 1000);
+	CHECK_EQ(uskb_pktgen_write(pg, "nulldev@0", "count 5"), -EBUSY);
+	CHECK_EQ(uskb_pktgen_write(pg, "pgctrl", "stop"), 0);
+	pthread_join(th, &ret);
+	CHECK_EQ((int)(intptr_t)ret, 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(uskb_pktgen_dev_stats(pg, i, NULL, 0, &st), 0);
+		CHECK(!st.running && st.sofar > 0);
+	}
+	CHECK(!strncmp(uskb_pktgen_result(pg, "nulldev@0"), "OK: ", 4));
+
+	/* pacing: 200 packets at 20000 pps take at least 199 gaps of 50 us */
+	cmd_ok(pg, "kpktgend_1", "rem_device_all");
+	cmd_ok(pg, "nulldev@0", "count 200");
+	cmd_ok(pg, "nulldev@0", "ratep 20000");
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 200);
+	CHECK(st.elapsed_ns >= 199ull * 50000);
+	uskb_pktgen_free(pg);
+	uskb_dev_close(dev);
+}
+
+int main(void)
+{
+	test_commands();
+	test_reuse();
+	test_zero_page();
+	test_threads();
+	uskb_thread_flush();
+	return t_end("pktgen-engine");
+}
