@@ -124,17 +124,25 @@ FUZZ_CC     ?= clang
 FUZZ_FLAGS  := -std=gnu11 -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined
 FUZZ_TIME   ?= 60
 
-fuzz: build/fuzz/fuzz_skb
+fuzz: build/fuzz/fuzz_skb build/fuzz/fuzz_pktgen
 
 build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(LIB_SRCS) $(HEADERS)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(LIB_SRCS) -o $@ -lpthread
 
+build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_pktgen.c $(LIB_SRCS) -o $@ -lpthread
+
+# FUZZ_TIME seconds in all: two thirds on the skb operations, a third on the pktgen parser
 fuzz-run: fuzz
-	@mkdir -p build/fuzz/corpus
-	build/fuzz/fuzz_skb -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	@mkdir -p build/fuzz/corpus build/fuzz/corpus-pktgen
+	build/fuzz/fuzz_skb -max_total_time=$$(( $(FUZZ_TIME) * 2 / 3 )) -print_final_stats=1 \
 		build/fuzz/corpus fuzz/corpus
+	build/fuzz/fuzz_pktgen -max_total_time=$$(( $(FUZZ_TIME) / 3 )) -print_final_stats=1 \
+		-max_len=2048 build/fuzz/corpus-pktgen fuzz/corpus-pktgen
 
 # ---- benchmarks ----
 
