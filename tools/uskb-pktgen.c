@@ -24,7 +24,8 @@
 #define VERSION "0.1.0"
 
 static struct uskb_pktgen *g_pg;
-static int verbose, quiet, json;
+static int verbose, quiet, json, dry_run;
+static bool hush; /* dry run: only the last command's reply is shown */
 static double duration;
 
 static void usage(FILE *f)
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 		"      --imix \"S,W S,W ...\"  packet sizes and weights\n"
 		"      --json         one JSON object per device instead of the status block\n"
 		"      --script FILE  run pg_ctrl / pg_thread N / pg_set DEV lines\n"
+		"      --dry-run      with --script: check the commands, send nothing\n"
+		"      --print-range ADDR  print the first and last address of a CIDR range\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
 		"  -q, --quiet        no progress line on stderr\n"
 		"  -h, --help         this text\n"
@@ -92,7 +95,7 @@ static void proc_cmd(const char *file, const char *cmd)
 	if (verbose)
 		fprintf(stderr, "cmd: %s > %s%s%s\n", cmd, file, res ? "\n  Result: " : "",
 			res ? res : "");
-	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !verbose)
+	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !verbose && !hush)
 		fprintf(stderr, "Result: %s\n", res);
 	if (err) {
 		if (!strncmp(cmd, "add_device", 10) && err != -EBUSY)
@@ -301,17 +304,23 @@ static int run_script(const char *path)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
 	char line[1024];
-	int lineno = 0;
+	int lineno = 0, nlines = 0;
 	bool ran = false;
 
 	if (!f) {
 		fprintf(stderr, "uskb-pktgen: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	if (dry_run && f != stdin) {
+		while (fgets(line, sizeof(line), f))
+			nlines++;
+		rewind(f);
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *s = line, *word, *rest;
 
 		lineno++;
+		hush = dry_run && lineno < nlines;
 		while (*s == ' ' || *s == '\t')
 			s++;
 		if (!*s || *s == '#' || *s == '\n')
@@ -321,7 +330,8 @@ static int run_script(const char *path)
 		if (!strcmp(word, "pg_ctrl")) {
 			rest = unquote(rest);
 			if (!strcmp(rest, "start")) {
-				start_run();
+				if (!dry_run)
+					start_run();
 				ran = true;
 			} else {
 				proc_cmd("pgctrl", rest);
@@ -364,7 +374,7 @@ static int run_script(const char *path)
 	}
 	if (f != stdin)
 		fclose(f);
-	if (!ran)
+	if (!ran && !dry_run)
 		fprintf(stderr, "uskb-pktgen: %s has no \"pg_ctrl start\": nothing was sent\n", path);
 	return 0;
 }
@@ -460,7 +470,7 @@ static double parse_real(const char *opt, const char *s)
 int main(int argc, char **argv)
 {
 	enum { O_FRAGS = 256, O_RATE, O_RATEP, O_DURATION, O_SEED, O_IMIX, O_JSON, O_SCRIPT,
-	       O_NOPIN, O_VERSION };
+	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE };
 	static const struct option longopts[] = {
 		{ "frags", required_argument, NULL, O_FRAGS },
 		{ "rate", required_argument, NULL, O_RATE },
@@ -471,13 +481,15 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, O_JSON },
 		{ "script", required_argument, NULL, O_SCRIPT },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
+		{ "dry-run", no_argument, NULL, O_DRYRUN },
+		{ "print-range", required_argument, NULL, O_RANGE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, O_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dev = NULL, *dst = NULL, *dst_mac = "90:e2:ba:ff:ff:ff", *port = NULL,
-		   *imix = NULL, *script = NULL;
+		   *imix = NULL, *script = NULL, *range_of = NULL;
 	unsigned long size = 60, threads = 1, first = 0, clone = 0, burst = 1, frags = 0;
 	unsigned long long count = 100000, delay = 0;
 	bool count_set = false, ip6 = false, csum = false, debug = false, have_frags = false;
@@ -519,10 +531,27 @@ int main(int argc, char **argv)
 		case O_JSON: json = 1; break;
 		case O_SCRIPT: script = optarg; break;
 		case O_NOPIN: po.no_pin = true; break;
+		case O_DRYRUN: dry_run = 1; break;
+		case O_RANGE: range_of = optarg; break;
 		case O_VERSION: printf("uskb-pktgen %s (pktgen 2.75 command language)\n", VERSION); return 0;
 		default: usage(stderr); return 1;
 		}
 	}
+	if (range_of) {
+		/* parse_addr / parse_addr6 of the functions.sh shim */
+		char lo[INET6_ADDRSTRLEN], hi[INET6_ADDRSTRLEN];
+		bool r;
+
+		if (ip6 ? !parse_cidr6(range_of, lo, hi, &r) : !parse_cidr4(range_of, lo, hi)) {
+			fprintf(stderr, "uskb-pktgen: \"%s\" is not an IPv%c address or CIDR range\n",
+				range_of, ip6 ? '6' : '4');
+			return 1;
+		}
+		printf("%s %s\n", lo, hi);
+		return 0;
+	}
+	if (dry_run && !script)
+		die_usage("%s", "--dry-run goes with --script");
 	if (rate > 0 && ratep > 0)
 		die_usage("%s", "--rate and --ratep exclude each other");
 	if (!script && !dev)
