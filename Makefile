@@ -110,9 +110,15 @@ $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(STATIC)
 deps:
 	@scripts/deps.sh || echo "warning: could not install all dependencies; some tests may skip" >&2
 
+# the pktgen default run on the null device, then a small pcap shown by tshark
 demo: deps
-	@$(MAKE) --no-print-directory examples
-	$(BUILD)/examples/demo
+	@$(MAKE) --no-print-directory tools examples
+	$(BUILD)/tools/uskb-pktgen -i null
+	@echo
+	$(BUILD)/tools/uskb-pktgen -i pcap:$(BUILD)/demo.pcap -n 5 -q -k --frags 1 -s 100 \
+		"src_min 198.18.0.1" "src_max 198.18.0.1" --json
+	@if command -v tshark >/dev/null; then tshark -r $(BUILD)/demo.pcap 2>/dev/null; \
+	else echo "(tshark not installed: open $(BUILD)/demo.pcap in Wireshark)"; fi
 
 test check: deps
 	@$(MAKE) --no-print-directory tests
@@ -151,9 +157,13 @@ bench:
 
 # ---- install ----
 
-install: lib
+install: lib tools
 	@test -n "$(wildcard man/man3/*.3)" || { echo "no man pages" >&2; exit 1; }
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uskb $(DESTDIR)$(MANDIR)/man3
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uskb $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/uskb/pktgen
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
+	install -m 644 man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 644 share/pktgen/*.sh $(DESTDIR)$(DATADIR)/uskb/pktgen/
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
@@ -166,9 +176,12 @@ uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/uskb
 	rm -f $(DESTDIR)$(LIBDIR)/libuskb.* $(DESTDIR)$(LIBDIR)/pkgconfig/uskb.pc
 	cd man/man3 && for f in *.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$f; done
+	cd man/man8 && for f in *.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$$f; done
+	rm -f $(patsubst $(BUILD)/tools/%,$(DESTDIR)$(BINDIR)/%,$(TOOL_BINS))
+	rm -rf $(DESTDIR)$(DATADIR)/uskb
 
 format:
-	clang-format -i src/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c
+	clang-format -i src/*.c src/pktgen/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/*.c
 
 clean:
 	rm -rf build

@@ -12,7 +12,7 @@
 # -- the program --
 if [ -z "$USKB_PKTGEN" ]; then
 	_uskb_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	for _c in "$_uskb_here/../../build/tools/uskb-pktgen" "$_uskb_here/../../bin/uskb-pktgen" \
+	for _c in "$_uskb_here/../../build/tools/uskb-pktgen" "$_uskb_here/../../../bin/uskb-pktgen" \
 		"$(command -v uskb-pktgen 2>/dev/null)"; do
 		if [ -n "$_c" ] && [ -x "$_c" ]; then USKB_PKTGEN=$_c; break; fi
 	done
