@@ -19,14 +19,17 @@ const char *uskb_dev_strerror(void)
 
 /* ---- null: consumes everything (pktgen to a dummy device) ---- */
 
+/* "null" or "null:nocsum" (no checksum offload: senders compute UDP sums) */
 static int null_open(struct uskb_dev *dev, const char *arg)
 {
-	if (arg && *arg) {
-		snprintf(dev_err, sizeof(dev_err), "null: takes no argument (got \"%s\")", arg);
-		return -EINVAL;
-	}
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM |
 			USKB_DEV_F_ZEROCOPY | USKB_DEV_F_TX_SKB_SHARING;
+	if (arg && !strcmp(arg, "nocsum")) {
+		dev->features &= ~(uint32_t)(USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM);
+	} else if (arg && *arg) {
+		snprintf(dev_err, sizeof(dev_err), "null: the only option is nocsum (got \"%s\")", arg);
+		return -EINVAL;
+	}
 	return 0;
 }
 

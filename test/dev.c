@@ -32,6 +32,11 @@ int main(void)
 	CHECK(strstr(uskb_dev_strerror(), "pcap:"));
 	CHECK(uskb_dev_open("pcap:/nonexistent-dir/x.pcap") == NULL && errno == ENOENT);
 	CHECK(uskb_dev_open("null:x") == NULL && errno == EINVAL);
+	CHECK(strstr(uskb_dev_strerror(), "nocsum"));
+	dev = uskb_dev_open("null:nocsum");
+	CHECK(dev && (dev->features & USKB_DEV_F_SG) &&
+	      !(dev->features & (USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM)));
+	uskb_dev_close(dev);
 	CHECK(uskb_dev_open("") == NULL);
 
 	/* null: consumes, counts */

@@ -8,6 +8,7 @@
  * with feature flags, a burst transmit with a result per skb, and counters.
  * Devices are named by spec strings:
  *   "null"        consumes every skb (pktgen into a dummy device);
+ *   "null:nocsum" the same without checksum offload;
  *   "pcap:FILE"   writes each frame — head, frags and frag_list — to a
  *                 classic pcap file (Ethernet, microsecond timestamps).
  */
