@@ -234,9 +234,8 @@ struct uskb_page *uskb_zero_page_node(int node)
 
 	if (node < -1 || node >= NODE_SLOTS - 1)
 		uskb_bug("zero_page", NULL, "no such node %d", node);
-	pthread_mutex_lock(&mem.lock);
-	p = mem.zero[slot];
-	pthread_mutex_unlock(&mem.lock);
+	/* fast path: set once, published with release (pktgen asks per packet) */
+	p = __atomic_load_n(&mem.zero[slot], __ATOMIC_ACQUIRE);
 	if (uskb_likely(p))
 		return p;
 
@@ -263,7 +262,7 @@ struct uskb_page *uskb_zero_page_node(int node)
 		arena_free(q);
 		return p;
 	}
-	mem.zero[slot] = p;
+	__atomic_store_n(&mem.zero[slot], p, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mem.lock);
 	return p;
 }

@@ -114,7 +114,18 @@ USKB_API uskb_sum16 uskb_csum_ipv6_magic(const void *saddr, const void *daddr,
 /** ip_fast_csum(): checksum of an IPv4 header of @ihl 32-bit words. */
 USKB_INLINE uskb_sum16 uskb_ip_fast_csum(const void *iph, unsigned int ihl)
 {
-	return uskb_csum_fold(uskb_csum_partial(iph, ihl * 4u, 0));
+	/* a header is a few 32-bit words: add them with end-around carry inline */
+	const unsigned char *p = (const unsigned char *)iph;
+	uint64_t sum = 0;
+	uint32_t w;
+
+	for (unsigned int i = 0; i < ihl; i++) {
+		memcpy(&w, p + 4 * i, 4);
+		sum += w;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	return uskb_csum_fold((uskb_wsum)sum);
 }
 
 struct uskb;

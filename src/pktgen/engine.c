@@ -132,6 +132,7 @@ struct pg_dev {
 	uint16_t ip_id;
 	uint64_t rng;
 	struct uskb *skb;
+	struct uskb_page *zero; /* the shared zero page of this device's node */
 	unsigned int last_pkt_size;
 	int clone_count;
 	bool last_ok;
@@ -1184,9 +1185,7 @@ static struct uskb *fill_packet(struct pg_dev *d)
 		p->tv_sec = (uint32_t)ts.tv_sec;
 		p->tv_usec = (uint32_t)(ts.tv_nsec / 1000);
 	}
-	skb = uskb_pktgen_build(p, d->nd->dev,
-				d->node >= 0 && (d->flags & F_NODE) ? uskb_zero_page_node(d->node) :
-								      uskb_zero_page());
+	skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
 	if (!skb) {
 		snprintf(d->result, RESULT_SZ, "No memory");
 		return NULL;
@@ -1256,6 +1255,7 @@ static int dev_start(struct pg_dev *d)
 		d->skb = NULL;
 	}
 	d->last_nfrags = -1;
+	d->zero = d->node >= 0 && (d->flags & F_NODE) ? uskb_zero_page_node(d->node) : uskb_zero_page();
 	t = now_ns();
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
