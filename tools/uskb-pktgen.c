@@ -381,39 +381,13 @@ static int run_script(const char *path)
 
 /* ---- address and port ranges (parse_addr / parse_ports of functions.sh) ---- */
 
-static bool parse_cidr4(const char *s, char *min, char *max)
+/* An address or CIDR range of @family -> its first and last address. */
+static bool parse_cidr(int family, const char *s, char *min, char *max, bool *range)
 {
-	char buf[64], *slash;
-	struct in_addr a;
-	long bits = 32;
-	uint32_t h, mask;
-
-	snprintf(buf, sizeof(buf), "%s", s);
-	slash = strchr(buf, '/');
-	if (slash) {
-		char *end;
-
-		*slash = 0;
-		bits = strtol(slash + 1, &end, 10);
-		if (*end || bits < 0 || bits > 32)
-			return false;
-	}
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return false;
-	mask = bits ? ~0u << (32 - bits) : 0;
-	h = ntohl(a.s_addr) & mask;
-	a.s_addr = htonl(h);
-	inet_ntop(AF_INET, &a, min, INET_ADDRSTRLEN);
-	a.s_addr = htonl(h | ~mask);
-	inet_ntop(AF_INET, &a, max, INET_ADDRSTRLEN);
-	return true;
-}
-
-static bool parse_cidr6(const char *s, char *min, char *max, bool *range)
-{
+	int nbytes = family == AF_INET ? 4 : 16;
+	long bits = nbytes * 8;
+	unsigned char a[16], b[16];
 	char buf[128], *slash;
-	struct in6_addr a, b;
-	long bits = 128;
 
 	snprintf(buf, sizeof(buf), "%s", s);
 	slash = strchr(buf, '/');
@@ -423,21 +397,21 @@ static bool parse_cidr6(const char *s, char *min, char *max, bool *range)
 
 		*slash = 0;
 		bits = strtol(slash + 1, &end, 10);
-		if (*end || bits < 0 || bits > 128)
+		if (!slash[1] || *end || bits < 0 || bits > nbytes * 8)
 			return false;
 	}
-	if (inet_pton(AF_INET6, buf, &a) != 1)
+	if (inet_pton(family, buf, a) != 1)
 		return false;
-	b = a;
-	for (int i = 0; i < 16; i++) {
+	memcpy(b, a, sizeof(b));
+	for (int i = 0; i < nbytes; i++) {
 		int keep = bits >= (i + 1) * 8 ? 8 : bits > i * 8 ? (int)bits - i * 8 : 0;
 		uint8_t m = (uint8_t)(keep ? 0xff << (8 - keep) : 0);
 
-		a.s6_addr[i] &= m;
-		b.s6_addr[i] |= (uint8_t)~m;
+		a[i] &= m;
+		b[i] |= (uint8_t)~m;
 	}
-	inet_ntop(AF_INET6, &a, min, INET6_ADDRSTRLEN);
-	inet_ntop(AF_INET6, &b, max, INET6_ADDRSTRLEN);
+	inet_ntop(family, a, min, INET6_ADDRSTRLEN);
+	inet_ntop(family, b, max, INET6_ADDRSTRLEN);
 	return true;
 }
 
@@ -542,7 +516,7 @@ int main(int argc, char **argv)
 		char lo[INET6_ADDRSTRLEN], hi[INET6_ADDRSTRLEN];
 		bool r;
 
-		if (ip6 ? !parse_cidr6(range_of, lo, hi, &r) : !parse_cidr4(range_of, lo, hi)) {
+		if (!parse_cidr(ip6 ? AF_INET6 : AF_INET, range_of, lo, hi, &r)) {
 			fprintf(stderr, "uskb-pktgen: \"%s\" is not an IPv%c address or CIDR range\n",
 				range_of, ip6 ? '6' : '4');
 			return 1;
@@ -609,7 +583,7 @@ int main(int argc, char **argv)
 			proc_cmdf(name, "frags %lu", frags);
 		proc_cmdf(name, "dst_mac %s", dst_mac);
 		if (ip6) {
-			if (!parse_cidr6(dst ? dst : "fd00::1", dmin, dmax, &range))
+			if (!parse_cidr(AF_INET6, dst ? dst : "fd00::1", dmin, dmax, &range))
 				die_usage("-d: \"%s\" is not an IPv6 address or range", dst);
 			if (range) {
 				proc_cmdf(name, "dst6_min %s", dmin);
@@ -618,7 +592,7 @@ int main(int argc, char **argv)
 				proc_cmdf(name, "dst6 %s", dmin);
 			}
 		} else {
-			if (!parse_cidr4(dst ? dst : "198.18.0.42", dmin, dmax))
+			if (!parse_cidr(AF_INET, dst ? dst : "198.18.0.42", dmin, dmax, &range))
 				die_usage("-d: \"%s\" is not an IPv4 address or CIDR range", dst);
 			proc_cmdf(name, "dst_min %s", dmin);
 			proc_cmdf(name, "dst_max %s", dmax);

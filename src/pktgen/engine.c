@@ -983,6 +983,24 @@ static void bump_mac(uint8_t *hh, const uint8_t *base, uint32_t mc)
 	hh[1] = (uint8_t)tmp;
 }
 
+/* src/dst_mac_count: the next (or a random) address of the range into @hh */
+static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_t rnd_flag,
+		     uint8_t *hh, const uint8_t *base)
+{
+	uint32_t mc;
+
+	if (count <= 1)
+		return;
+	if (d->flags & rnd_flag) {
+		mc = prandom(d) % count;
+	} else {
+		mc = (*offset)++;
+		if (*offset >= count)
+			*offset = 0;
+	}
+	bump_mac(hh, base, mc);
+}
+
 static unsigned int f_pick(struct pg_dev *d)
 {
 	unsigned int flow = d->curfl;
@@ -1013,30 +1031,8 @@ static void mod_cur_headers(struct pg_dev *d)
 
 	if (d->cflows)
 		flow = f_pick(d);
-	if (d->src_mac_count > 1) {
-		uint32_t mc;
-
-		if (d->flags & F_MACSRC_RND) {
-			mc = prandom(d) % d->src_mac_count;
-		} else {
-			mc = d->cur_src_mac_offset++;
-			if (d->cur_src_mac_offset >= d->src_mac_count)
-				d->cur_src_mac_offset = 0;
-		}
-		bump_mac(d->hh + 6, d->src_mac, mc);
-	}
-	if (d->dst_mac_count > 1) {
-		uint32_t mc;
-
-		if (d->flags & F_MACDST_RND) {
-			mc = prandom(d) % d->dst_mac_count;
-		} else {
-			mc = d->cur_dst_mac_offset++;
-			if (d->cur_dst_mac_offset >= d->dst_mac_count)
-				d->cur_dst_mac_offset = 0;
-		}
-		bump_mac(d->hh, d->dst_mac, mc);
-	}
+	mac_step(d, d->src_mac_count, &d->cur_src_mac_offset, F_MACSRC_RND, d->hh + 6, d->src_mac);
+	mac_step(d, d->dst_mac_count, &d->cur_dst_mac_offset, F_MACDST_RND, d->hh, d->dst_mac);
 	if (d->flags & F_MPLS_RND)
 		for (unsigned int i = 0; i < d->nr_labels; i++)
 			if (d->labels[i] & 0x100)
