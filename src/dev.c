@@ -5,12 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
 #include <sys/time.h>
 
 #include "internal.h"
 #include "uskb/dev.h"
 
-static __thread char dev_err[256];
+/* why the calling thread's last open failed; devices in other files write it too */
+__thread char uskb_dev_err[256] __hidden;
+#define dev_err uskb_dev_err
+
+extern const struct uskb_dev_ops uskb_packet_ops __hidden;
 
 const char *uskb_dev_strerror(void)
 {
@@ -118,13 +123,15 @@ static void pcap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **sk
 	}
 }
 
-static const struct uskb_dev_ops builtin[] = {
-	{ .type = "null", .open = null_open, .xmit = null_xmit },
-	{ .type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit },
+static const struct uskb_dev_ops null_ops = { .type = "null", .open = null_open, .xmit = null_xmit };
+static const struct uskb_dev_ops pcap_ops = {
+	.type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit
 };
+static const struct uskb_dev_ops *const builtin[] = { &null_ops, &pcap_ops, &uskb_packet_ops };
 
 struct uskb_dev *uskb_dev_open(const char *spec)
 {
+	const struct uskb_dev_ops *ops;
 	const char *colon, *arg = NULL;
 	struct uskb_dev *dev;
 	size_t tlen;
@@ -142,19 +149,28 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 	if (colon)
 		arg = colon + 1;
 	for (i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
-		if (strlen(builtin[i].type) == tlen && !strncmp(spec, builtin[i].type, tlen))
+		if (strlen(builtin[i]->type) == tlen && !strncmp(spec, builtin[i]->type, tlen))
 			break;
 	if (i == sizeof(builtin) / sizeof(builtin[0])) {
-		snprintf(dev_err, sizeof(dev_err),
-			 "unknown device \"%s\": use null or pcap:FILE", spec);
-		errno = EINVAL;
-		return NULL;
+		if (!colon && if_nametoindex(spec)) {
+			/* a bare interface name: packet:IFNAME */
+			ops = &uskb_packet_ops;
+			arg = spec;
+		} else {
+			snprintf(dev_err, sizeof(dev_err),
+				 "unknown device \"%s\": use null, pcap:FILE, packet:IFNAME or an interface name",
+				 spec);
+			errno = EINVAL;
+			return NULL;
+		}
+	} else {
+		ops = builtin[i];
 	}
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return NULL;
 	snprintf(dev->name, sizeof(dev->name), "%s", spec);
-	dev->ops = &builtin[i];
+	dev->ops = ops;
 	dev->mtu = 1500;
 	dev->nqueues = 1;
 	memcpy(dev->mac, "\x02\x00\x00\x00\x00\x01", 6);

@@ -1,0 +1,114 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A private test network: two network namespaces joined by a veth pair,
+# addresses from 198.18.0.0/15 (RFC 2544 benchmarking), permanent
+# neighbour entries, optional queues and an optional XDP program that drops
+# everything on the receiving side.
+#
+#   scripts/netns-veth.sh up   [-p PREFIX] [-q QUEUES] [-x]
+#   scripts/netns-veth.sh down [-p PREFIX]
+#   scripts/netns-veth.sh show [-p PREFIX]
+#
+#   PREFIX-a  holds PREFIX0  02:00:00:00:00:01  198.18.0.1/24  fd00::1/64
+#   PREFIX-b  holds PREFIX1  02:00:00:00:00:02  198.18.0.2/24  fd00::2/64
+#
+# -p PREFIX  names (default uskb; at most 10 characters)
+# -q N       N TX and RX queues on each end (default 1)
+# -x         attach an XDP program dropping every frame to PREFIX1
+#
+# Needs root (CAP_NET_ADMIN). Run a command inside with
+#   ip netns exec uskb-a uskb-pktgen -i packet:uskb0 ...
+# "down" removes the namespaces and with them the pair and any XDP program.
+set -eu
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+prefix=uskb queues=1 xdp=0
+while getopts "p:q:x" o; do
+	case $o in
+	p) prefix=$OPTARG ;;
+	q) queues=$OPTARG ;;
+	x) xdp=1 ;;
+	*) echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x]" >&2; exit 2 ;;
+	esac
+done
+case $prefix in
+*[!a-zA-Z0-9_]* | "") echo "$0: PREFIX must be letters, digits or _" >&2; exit 2 ;;
+esac
+[ ${#prefix} -le 10 ] || { echo "$0: PREFIX longer than 10 characters" >&2; exit 2; }
+case $queues in
+*[!0-9]* | "" | 0) echo "$0: -q wants a queue count from 1" >&2; exit 2 ;;
+esac
+na=$prefix-a nb=$prefix-b da=${prefix}0 db=${prefix}1
+
+need_root() {
+	[ "$(id -u)" = 0 ] || { echo "$0: needs root (CAP_NET_ADMIN) to create namespaces" >&2; exit 1; }
+	command -v ip >/dev/null || { echo "$0: needs ip (apt-get install iproute2)" >&2; exit 1; }
+}
+
+xdp_object() {
+	# built on demand: bpf/xdp_drop.c -> build/bpf/xdp_drop.o
+	here=$(cd "$(dirname "$0")/.." && pwd)
+	obj=$here/build/bpf/xdp_drop.o
+	if [ ! -f "$obj" ] || [ "$here/bpf/xdp_drop.c" -nt "$obj" ]; then
+		command -v clang >/dev/null || { echo "$0: -x needs clang (scripts/deps.sh)" >&2; exit 1; }
+		mkdir -p "$(dirname "$obj")"
+		clang -O2 -target bpf -I"/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" \
+			-c "$here/bpf/xdp_drop.c" -o "$obj"
+	fi
+	echo "$obj"
+}
+
+down() {
+	ip netns del "$na" 2>/dev/null || true
+	ip netns del "$nb" 2>/dev/null || true
+}
+
+case $cmd in
+up)
+	need_root
+	if ip netns list | grep -qw "$na"; then
+		echo "$0: $na exists: run '$0 down -p $prefix' first" >&2
+		exit 1
+	fi
+	obj=""
+	[ $xdp = 1 ] && obj=$(xdp_object)
+	trap 'down' EXIT
+	ip netns add "$na"
+	ip netns add "$nb"
+	ip -n "$na" link add "$da" numtxqueues "$queues" numrxqueues "$queues" type veth \
+		peer name "$db" netns "$nb" numtxqueues "$queues" numrxqueues "$queues"
+	ip -n "$na" link set "$da" address 02:00:00:00:00:01
+	ip -n "$nb" link set "$db" address 02:00:00:00:00:02
+	for side in "$na $da 198.18.0.1 fd00::1" "$nb $db 198.18.0.2 fd00::2"; do
+		set -- $side
+		ip -n "$1" link set lo up
+		ip -n "$1" addr add "$3/24" dev "$2"
+		ip -n "$1" addr add "$4/64" dev "$2" nodad
+		ip -n "$1" link set "$2" up
+	done
+	ip -n "$na" neigh replace 198.18.0.2 lladdr 02:00:00:00:00:02 dev "$da" nud permanent
+	ip -n "$nb" neigh replace 198.18.0.1 lladdr 02:00:00:00:00:01 dev "$db" nud permanent
+	ip -n "$na" neigh replace fd00::2 lladdr 02:00:00:00:00:02 dev "$da" nud permanent
+	ip -n "$nb" neigh replace fd00::1 lladdr 02:00:00:00:00:01 dev "$db" nud permanent
+	[ -n "$obj" ] && ip -n "$nb" link set dev "$db" xdp obj "$obj" sec xdp
+	trap - EXIT
+	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")"
+	;;
+down)
+	need_root
+	down
+	;;
+show)
+	for n in "$na" "$nb"; do
+		ip netns list | grep -qw "$n" || { echo "$n: absent"; continue; }
+		echo "== $n"
+		ip -n "$n" -br addr
+		ip -n "$n" -d link show | grep -o 'prog/xdp id [0-9]*' || true
+	done
+	;;
+*)
+	echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x]" >&2
+	exit 2
+	;;
+esac
