@@ -384,9 +384,11 @@ static void test_threads(void)
 	cmd_ok(pg, "nulldev@1", "count 0");
 	CHECK_EQ(pthread_create(&th, NULL, starter, pg), 0);
 	/* wait until this run is under way (the counters still hold the last run's) */
-	do
-		usleep(1000);
-	while (uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st) == 0 && (!st.running || st.sofar < 1000));
+	for (int i = 0; i < 2; i++)
+		do
+			usleep(1000);
+		while (uskb_pktgen_dev_stats(pg, i, NULL, 0, &st) == 0 &&
+		       (!st.running || st.sofar < 1000));
 	CHECK_EQ(uskb_pktgen_write(pg, "nulldev@0", "count 5"), -EBUSY);
 	CHECK_EQ(uskb_pktgen_write(pg, "pgctrl", "stop"), 0);
 	pthread_join(th, &ret);
