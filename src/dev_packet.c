@@ -39,7 +39,7 @@ struct packet_priv {
 	bool mmsg;
 	unsigned char *ring;
 	size_t ring_len;
-	unsigned int frame_size, frame_nr, cur, max_len;
+	unsigned int frame_size, frame_nr, cur, max_len, mtu;
 };
 
 /* the error text of dev.c (thread-local), shared by the devices */
@@ -156,8 +156,9 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		free(p);
 		return err;
 	}
+	p->mtu = dev->mtu;
 	if (p->mmsg)
-		p->max_len = dev->mtu + 14;
+		p->max_len = dev->mtu + 18;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
@@ -180,10 +181,17 @@ static struct tpacket2_hdr *slot(struct packet_priv *p, unsigned int i)
 	return (struct tpacket2_hdr *)(p->ring + (size_t)i * p->frame_size);
 }
 
-/* a frame the interface cannot take is dropped here, not sent to fail */
+/* a frame the interface cannot take (past the MTU, a VLAN tag allowed) is dropped here */
 static bool too_long(const struct packet_priv *p, const struct uskb *skb)
 {
-	return skb->len > p->max_len || skb->len < 14;
+	unsigned int limit = p->mtu + 14;
+	unsigned char type[2];
+
+	if (skb->len < 14 || uskb_copy_bits(skb, 12, type, 2))
+		return true;
+	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
+		limit += 4;
+	return skb->len > limit || skb->len > p->max_len;
 }
 
 static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res)

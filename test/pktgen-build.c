@@ -111,5 +111,33 @@ int main(void)
 		frames += i;
 	}
 	printf("%ld kernel frames rebuilt\n", frames);
+
+	/* sizes where the kernel's frag split would overrun a page: the frame
+	 * still has exactly the length its headers say, no frag above a page */
+	{
+		static const unsigned int sizes[][2] = { { 12345, 3 }, { 65385, 16 }, { 65535, 17 },
+							  { 60, 17 }, { 4200, 1 }, { 9000, 2 } };
+		struct uskb_dev dev = { .features = USKB_DEV_F_SG };
+		struct uskb_pktgen_pkt p = { .vlan_id = 0xffff, .svlan_id = 0xffff };
+
+		for (unsigned int k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			struct uskb *skb;
+
+			p.pkt_size = sizes[k][0];
+			p.nfrags = (int)sizes[k][1];
+			skb = uskb_pktgen_build(&p, &dev, uskb_zero_page());
+			CHECK(skb != NULL);
+			if (!skb)
+				continue;
+			CHECK_EQ(skb->len, p.pkt_size < 58 ? 58 : p.pkt_size);
+			CHECK(uskb_shinfo(skb)->nr_frags <= p.nfrags);
+			for (int f = 0; f < uskb_shinfo(skb)->nr_frags; f++)
+				CHECK(uskb_shinfo(skb)->frags[f].len <= USKB_PAGE_SIZE);
+			uskb_free(skb);
+		}
+		p.pkt_size = 65536;
+		errno = 0;
+		CHECK(uskb_pktgen_build(&p, &dev, uskb_zero_page()) == NULL && errno == EINVAL);
+	}
 	return t_end("pktgen-build");
 }

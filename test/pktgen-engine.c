@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <time.h>
 #include <unistd.h>
 #include "t.h"
 
@@ -105,6 +106,7 @@ static const struct cmd_case cases[] = {
 	{ "count", -EINVAL, "ERROR: count needs a decimal number" },
 	{ "count x", -EINVAL, "ERROR: count needs a decimal number" },
 	{ "count 123456789012345678901", -ERANGE, "ERROR: count: at most 20 digits" },
+	{ "count 99999999999999999999", -ERANGE, "ERROR: count: the number is too big" },
 	{ "pkt_size 10", 0, "OK: pkt_size=42" }, /* clamped, as the kernel */
 	{ "pkt_size 70000", -ERANGE, "ERROR: pkt_size: 70000 is out of range" },
 	{ "min_pkt_size 100", 0, "OK: min_pkt_size=100" },
@@ -182,6 +184,9 @@ static void test_commands(void)
 	CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), 0);
 	CHECK_EQ(uskb_pktgen_register_dev(pg, "rec", dev), -EEXIST);
 	CHECK_EQ(uskb_pktgen_register_dev(pg, "a@b", dev), -EINVAL);
+	dev->nqueues = 0; /* a device without queues cannot be used */
+	CHECK_EQ(uskb_pktgen_register_dev(pg, "noq", dev), -EINVAL);
+	dev->nqueues = 1;
 	/* the thread file */
 	CHECK_EQ(strcmp(uskb_pktgen_result(pg, "kpktgend_0"), "NA"), 0);
 	CHECK(uskb_pktgen_result(pg, "kpktgend_1") == NULL);
@@ -411,12 +416,60 @@ static void test_threads(void)
 	uskb_dev_close(dev);
 }
 
+/* stop is honoured in a long delay; "never transmit" starves nobody; stop before start */
+static void test_stop_and_delay(void)
+{
+	struct uskb_pktgen *pg = engine(1);
+	struct uskb_pktgen_stats st;
+	pthread_t th;
+	uint64_t t0;
+	void *ret;
+
+	cmd_ok(pg, "kpktgend_0", "add_device null@slow");
+	cmd_ok(pg, "kpktgend_0", "add_device null@never");
+	cmd_ok(pg, "kpktgend_0", "add_device null@fast");
+	cmd_ok(pg, "null@slow", "count 0");
+	cmd_ok(pg, "null@slow", "delay 60000000000"); /* a packet a minute */
+	cmd_ok(pg, "null@never", "count 0");
+	cmd_ok(pg, "null@never", "delay 2147483647");
+	cmd_ok(pg, "null@fast", "count 5000");
+	CHECK_EQ(pthread_create(&th, NULL, starter, pg), 0);
+	/* fast finishes although never and slow share its thread */
+	do
+		usleep(1000);
+	while (uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st) == 0 && (st.running || st.sofar < 5000));
+	CHECK_EQ(st.sofar, 5000);
+	t0 = (uint64_t)time(NULL);
+	uskb_pktgen_stop(pg);
+	pthread_join(th, &ret);
+	CHECK((uint64_t)time(NULL) - t0 < 30); /* not the minute of the delay */
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 1, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 0); /* never */
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 2, NULL, 0, &st), 0);
+	CHECK(st.sofar <= 2); /* slow: at most the two the kernel sends before its first wait */
+	/* a stop asked before start ends that run at once */
+	cmd_ok(pg, "kpktgend_0", "rem_device_all");
+	cmd_ok(pg, "kpktgend_0", "add_device null");
+	cmd_ok(pg, "null", "count 0");
+	uskb_pktgen_stop(pg);
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+	CHECK(!st.running);
+	/* and does not linger into the next one */
+	cmd_ok(pg, "null", "count 100");
+	cmd_ok(pg, "pgctrl", "start");
+	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
+	CHECK_EQ(st.sofar, 100);
+	uskb_pktgen_free(pg);
+}
+
 int main(void)
 {
 	test_commands();
 	test_reuse();
 	test_zero_page();
 	test_threads();
+	test_stop_and_delay();
 	uskb_thread_flush();
 	return t_end("pktgen-engine");
 }

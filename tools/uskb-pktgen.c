@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -74,8 +75,8 @@ static void usage(FILE *f)
 		"      --version      print the version\n"
 		"\n"
 		"While running, a progress line per second goes to stderr; Ctrl-C stops\n"
-		"cleanly and reports. Exit status: 0 ok, 1 bad usage, 2 device error,\n"
-		"5 a command was refused.\n");
+		"cleanly and reports. Exit status: 0 ok, 1 bad usage, 2 the engine could\n"
+		"not be set up, 5 a command was refused (a device that cannot be opened too).\n");
 }
 
 static void die_usage(const char *fmt, const char *arg)
@@ -415,6 +416,46 @@ static bool parse_cidr(int family, const char *s, char *min, char *max, bool *ra
 	return true;
 }
 
+/* N or N-M, 1 <= N <= M <= 65535, nothing else */
+static bool parse_ports(const char *s, unsigned long *lo, unsigned long *hi)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return false;
+	*lo = strtoul(s, &end, 10);
+	*hi = *lo;
+	if (*end == '-') {
+		if (!isdigit((unsigned char)end[1]))
+			return false;
+		*hi = strtoul(end + 1, &end, 10);
+	}
+	return !*end && *lo >= 1 && *lo <= *hi && *hi <= 65535;
+}
+
+/* The frame a packet of pkt_size @size really is: pktgen grows it to hold its header. */
+static double frame_bytes(double size, bool ip6)
+{
+	double min = ip6 ? 14 + 40 + 8 + 16 : 14 + 20 + 8 + 16;
+
+	return size < min ? min : size;
+}
+
+/* The mean frame of an imix_weights list, or 0 if it does not parse. */
+static double imix_mean(const char *s, bool ip6)
+{
+	double sum = 0, weights = 0;
+	unsigned long size, w;
+	int n;
+
+	while (sscanf(s, " %lu,%lu%n", &size, &w, &n) == 2) {
+		sum += frame_bytes((double)(size < 42 ? 42 : size), ip6) * (double)w;
+		weights += (double)w;
+		s += n;
+	}
+	return weights > 0 ? sum / weights : 0;
+}
+
 static unsigned long parse_num(const char *opt, const char *s, unsigned long max)
 {
 	char *end;
@@ -532,6 +573,8 @@ int main(int argc, char **argv)
 		die_usage("%s", "no device: give -i DEV (null, pcap:FILE) or --script FILE");
 	if (!threads)
 		die_usage("%s", "-t: at least one thread");
+	if (first + threads > 4096)
+		die_usage("%s", "-f + -t: at most 4096 threads");
 	if (duration > 0 && !count_set)
 		count = 0;
 
@@ -599,15 +642,9 @@ int main(int argc, char **argv)
 		}
 		if (port) {
 			unsigned long lo, hi;
-			char extra;
-			int k = sscanf(port, "%lu-%lu%c", &lo, &hi, &extra);
 
-			if (k == 1 && !strchr(port, '-'))
-				hi = lo;
-			else if (k != 2 || hi < lo)
-				die_usage("-p: \"%s\" is not a port N or a range N-M", port);
-			if (hi > 65535)
-				die_usage("-p: \"%s\": ports end at 65535", port);
+			if (!parse_ports(port, &lo, &hi))
+				die_usage("-p: \"%s\" is not a port N or a range N-M of 1-65535", port);
 			/* udp_dst_max is exclusive in random mode: as the kernel samples */
 			proc_cmdf(name, "udp_dst_min %lu", lo);
 			proc_cmdf(name, "udp_dst_max %lu", hi);
@@ -622,8 +659,9 @@ int main(int argc, char **argv)
 
 			proc_cmdf(name, "delay %.0f", 1e9 * (double)burst / per);
 		} else if (rate > 0) {
-			/* on the wire: preamble 8 + FCS 4 + inter-frame gap 12 */
-			double per = rate / (double)threads, bits = ((double)size + 24) * 8;
+			/* on the wire: the real frame, then preamble 8 + FCS 4 + inter-frame gap 12 */
+			double fb = imix ? imix_mean(imix, ip6) : frame_bytes((double)size, ip6);
+			double per = rate / (double)threads, bits = (fb + 24) * 8;
 
 			proc_cmdf(name, "delay %.0f", bits * 1000.0 * (double)burst / per);
 		}

@@ -73,7 +73,7 @@ struct uskb_pktgen_opts {
 
 /** A new engine with its threads (not yet running). NULL + errno. */
 USKB_API struct uskb_pktgen *uskb_pktgen_new(const struct uskb_pktgen_opts *opts);
-/** Stop, remove every device (dropping their skbs and pages), free. */
+/** Remove every device (dropping their skbs and pages) and free; not while a start runs. */
 USKB_API void uskb_pktgen_free(struct uskb_pktgen *pg);
 /** Number of kpktgend_N threads. */
 USKB_API int uskb_pktgen_nthreads(const struct uskb_pktgen *pg);
@@ -92,7 +92,10 @@ USKB_API int uskb_pktgen_register_dev(struct uskb_pktgen *pg, const char *name,
  * refused for this device). The reply is in uskb_pktgen_result().
  */
 USKB_API int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd);
-/** The text after "Result: " of @file (a device or kpktgend_N); NULL if none. */
+/**
+ * The text after "Result: " of @file (a device or kpktgend_N); NULL if none.
+ * It changes when the device stops: during a run use uskb_pktgen_read().
+ */
 USKB_API const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file);
 /**
  * The contents of @file, as `cat /proc/net/pktgen/FILE` shows them, into
@@ -100,7 +103,7 @@ USKB_API const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file
  * -ENOENT.
  */
 USKB_API int uskb_pktgen_read(struct uskb_pktgen *pg, const char *file, char *buf, size_t len);
-/** Ask a running start to stop (async-signal-safe). */
+/** Ask start to stop, or the next start to end at once (async-signal-safe). */
 USKB_API void uskb_pktgen_stop(struct uskb_pktgen *pg);
 
 /** Live figures of one device, readable while it runs. */

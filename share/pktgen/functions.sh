@@ -39,9 +39,16 @@ function info() {
 }
 
 ## -- the commands, kept in a script until "pg_ctrl start" --
-USKB_PG_SCRIPT=${USKB_PG_SCRIPT:-$(mktemp /tmp/uskb-pktgen-script.XXXXXX)}
-export USKB_PG_SCRIPT
 export PROC_DIR=/proc/net/pktgen # what the samples print; nothing is there
+
+# The script file, made on first use and removed when the shell exits.
+function _uskb_script() {
+	if [ -z "$USKB_PG_SCRIPT" ]; then
+		USKB_PG_SCRIPT=$(mktemp /tmp/uskb-pktgen-script.XXXXXX) || err 4 "cannot create a temporary file"
+		export USKB_PG_SCRIPT
+		trap 'rm -f "$USKB_PG_SCRIPT"' EXIT
+	fi
+}
 
 function pg_ctrl() {
 	proc_cmd pgctrl "$@"
@@ -63,7 +70,8 @@ function pg_set() {
 function proc_cmd() {
 	local file=$1
 	shift
-	local cmd="$*" status line
+	local cmd="$*" status line appended=""
+	_uskb_script
 	if [[ "$DEBUG" == "yes" ]]; then
 		echo "cmd: $cmd > $PROC_DIR/$file"
 	fi
@@ -87,12 +95,13 @@ function proc_cmd() {
 		;;
 	*)
 		echo "$line" >>"$USKB_PG_SCRIPT"
+		appended=yes
 		"$USKB_PKTGEN" --script "$USKB_PG_SCRIPT" --dry-run
 		status=$?
 		;;
 	esac
 	if ((status != 0)); then
-		sed -i '$d' "$USKB_PG_SCRIPT"
+		[ -n "$appended" ] && sed -i '$d' "$USKB_PG_SCRIPT" # keep the script as it was
 		err 5 "Write error($status) occurred cmd: \"$cmd > $PROC_DIR/$file\""
 	fi
 }
@@ -102,13 +111,10 @@ function pgset() {
 	pg_set "${PGDEV##*/}" "$1"
 }
 
-# Remove the script at exit; reset unless APPEND (the kernel's trap_exit)
+# The kernel's trap_exit resets pktgen at exit unless APPEND; here the
+# script file is removed at exit in any case (there is nothing else to reset)
 function trap_exit() {
-	if [[ -n "$APPEND" ]]; then
-		info "Append mode: keeping $USKB_PG_SCRIPT"
-		return
-	fi
-	trap 'rm -f "$USKB_PG_SCRIPT"' EXIT
+	_uskb_script
 }
 
 ## -- general shell tricks --
@@ -125,7 +131,8 @@ function get_iface_node() {
 	if [[ $node == -1 ]]; then echo 0; else echo $node; fi
 }
 
-# IRQs of an interface's queues; none for uskb devices
+# IRQs of an interface's queues, from /proc/interrupts; an error, as the
+# kernel's, when there are none (null and pcap devices have none)
 function get_iface_irqs() {
 	local irqs
 	irqs=$(grep "$1-.*TxRx" /proc/interrupts 2>/dev/null | cut -f1 -d:)

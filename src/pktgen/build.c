@@ -38,7 +38,8 @@ static void finalize(struct uskb *skb, const struct uskb_pktgen_pkt *p, int data
 	if (frags <= 0) {
 		uskb_put_zero(skb, (unsigned int)datalen);
 	} else {
-		int len, frag_len, i = 0;
+		int len, frag_len, extra, i;
+		bool even;
 
 		if (frags > USKB_MAX_SKB_FRAGS)
 			frags = USKB_MAX_SKB_FRAGS;
@@ -47,16 +48,20 @@ static void finalize(struct uskb *skb, const struct uskb_pktgen_pkt *p, int data
 			uskb_put_zero(skb, (unsigned int)len);
 			datalen = frags * (int)USKB_PAGE_SIZE;
 		}
-		frag_len = datalen / frags < (int)USKB_PAGE_SIZE ? datalen / frags : (int)USKB_PAGE_SIZE;
-		while (datalen > 0) {
-			int size = i == frags - 1 ?
-					   (datalen < (int)USKB_PAGE_SIZE ? datalen : (int)USKB_PAGE_SIZE) :
-					   frag_len;
+		/*
+		 * The kernel's split: datalen / frags each, the last the rest. When
+		 * that rest would pass a page (the kernel then adds a frag too many
+		 * and a frame longer than its headers say), spread it evenly instead.
+		 */
+		frag_len = datalen / frags;
+		even = datalen - (frags - 1) * frag_len > (int)USKB_PAGE_SIZE;
+		extra = datalen % frags;
+		for (i = 0; i < frags && datalen > 0; i++) {
+			int size = even ? frag_len + (i < extra) : i == frags - 1 ? datalen : frag_len;
 
 			uskb_page_get(zero);
 			uskb_add_rx_frag(skb, i, zero, 0, size, 0); /* truesize not grown, as pktgen */
 			datalen -= size;
-			i++;
 		}
 	}
 	put32(pgh, USKB_PKTGEN_MAGIC);
@@ -75,7 +80,7 @@ struct uskb *uskb_pktgen_build(const struct uskb_pktgen_pkt *p, const struct usk
 	unsigned char *eth, *iph, *udph;
 	struct uskb *skb;
 
-	if (p->nr_labels < 0 || p->nr_labels > 16) {
+	if (p->nr_labels < 0 || p->nr_labels > 16 || p->pkt_size > 65535) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -231,8 +231,15 @@ static int num_arg(struct pg_dev *d, const char *name, const char *s, int maxlen
 	int i;
 
 	*v = 0;
-	for (i = 0; i < maxlen && isdigit((unsigned char)s[i]); i++)
-		*v = *v * 10 + (unsigned long long)(s[i] - '0');
+	for (i = 0; i < maxlen && isdigit((unsigned char)s[i]); i++) {
+		unsigned long long dgt = (unsigned long long)(s[i] - '0');
+
+		if (*v > (UINT64_MAX - dgt) / 10) {
+			snprintf(d->result, RESULT_SZ, "ERROR: %s: the number is too big", name);
+			return -ERANGE;
+		}
+		*v = *v * 10 + dgt;
+	}
 	if (i == 0) {
 		snprintf(d->result, RESULT_SZ, "ERROR: %s needs a decimal number", name);
 		return -EINVAL;
@@ -311,7 +318,7 @@ static bool node_possible(unsigned long long node)
 	char path[64];
 	struct stat st;
 
-	if (node > 1023)
+	if (node > 15) /* the zero pages are kept for nodes 0-15 */
 		return false;
 	snprintf(path, sizeof(path), "/sys/devices/system/node/node%llu", node);
 	return stat(path, &st) == 0 || node == 0;
@@ -1183,7 +1190,9 @@ static struct uskb *fill_packet(struct pg_dev *d)
 	}
 	skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
 	if (!skb) {
+		pthread_mutex_lock(&d->t->pg->lock);
 		snprintf(d->result, RESULT_SZ, "No memory");
+		pthread_mutex_unlock(&d->t->pg->lock);
 		return NULL;
 	}
 	if (!p->ipv6)
@@ -1295,6 +1304,7 @@ static void dev_stop(struct pg_dev *d)
 	d->last_nfrags = nr_frags;
 	atomic_store(&d->stopped_at, stopped);
 	compute_rates(d, elapsed, sofar, &pps, &bps);
+	pthread_mutex_lock(&d->t->pg->lock);
 	n = snprintf(d->result, RESULT_SZ, "OK: %" PRIu64 "(c%" PRIu64 "+d%" PRIu64 ") usec, %" PRIu64
 		     " (%ubyte,%dfrags)\n",
 		     elapsed / 1000, (elapsed - (idle > elapsed ? elapsed : idle)) / 1000, idle / 1000,
@@ -1303,51 +1313,69 @@ static void dev_stop(struct pg_dev *d)
 		 "  %" PRIu64 "pps %" PRIu64 "Mb/sec (%" PRIu64 "bps) errors: %" PRIu64, pps,
 		 bps / 1000000, bps, atomic_load(&d->errors));
 	atomic_store(&d->running, false);
+	pthread_mutex_unlock(&d->t->pg->lock);
 }
 
 /* spin(): wait for @until, sleeping while more than 100 us remain */
-static void spin(struct pg_dev *d, uint64_t until)
-{
-	uint64_t start = now_ns(), t = start;
-
-	if (until <= start) {
-		d->next_tx = until + d->delay;
-		return;
-	}
-	if (until - start >= 100000) {
-		struct timespec ts;
-		uint64_t wake = until - 50000; /* sleep most of it, spin the last 50 us */
-
-		ts.tv_sec = (time_t)(wake / 1000000000u);
-		ts.tv_nsec = (long)(wake % 1000000000u);
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
-		       !atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed))
-			;
-	}
-	while ((t = now_ns()) < until && !atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed))
-		;
-	atomic_store_explicit(&d->idle_acc, atomic_load_explicit(&d->idle_acc, memory_order_relaxed) +
-							 (t - start), memory_order_relaxed);
-	d->next_tx = until + d->delay;
-}
-
 static void add_relaxed(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
 			      memory_order_relaxed);
 }
 
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static bool stopping(const struct pg_dev *d)
+{
+	return atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed);
+}
+
+/*
+ * spin(): wait for @until, sleeping (in slices of at most 10 ms, so that a
+ * stop is seen) while more than 100 us remain, then spinning.
+ */
+static void spin(struct pg_dev *d, uint64_t until)
+{
+	uint64_t start = now_ns(), t = start;
+
+	if (until > start) {
+		while (until - t >= 100000 && !stopping(d)) {
+			uint64_t wake = until - 50000; /* sleep most of it, spin the last 50 us */
+			struct timespec ts;
+
+			if (wake - t > 10000000)
+				wake = t + 10000000;
+			ts.tv_sec = (time_t)(wake / 1000000000u);
+			ts.tv_nsec = (long)(wake % 1000000000u);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			t = now_ns();
+		}
+		while ((t = now_ns()) < until && !stopping(d))
+			;
+		add_relaxed(&d->idle_acc, t - start);
+	}
+	d->next_tx = add_sat(until, d->delay);
+}
+
+static struct pg_dev *next_to_run(struct pg_thread *t);
+
 static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	struct pg_netdev *nd = d->nd;
-	unsigned int burst = d->burst, ok = 0, errs = 0;
+	unsigned int burst = d->burst, ok = 0, errs = 0, busy = 0;
 	uint64_t sofar = atomic_load_explicit(&d->sofar, memory_order_relaxed);
 	int n;
 
-	if (d->delay == UINT64_MAX) { /* "never transmit" */
+	if (d->delay == UINT64_MAX) {
+		/* "never transmit": out of next_to_run's way, as the kernel's now + ULONG_MAX */
 		struct timespec ts = { 0, 10000000 };
 
-		nanosleep(&ts, NULL);
+		d->next_tx = UINT64_MAX;
+		if (next_to_run(t) == d) /* nothing else to do on this thread */
+			nanosleep(&ts, NULL);
 		return;
 	}
 	if (!d->skb || (d->last_ok && ++d->clone_count >= d->clone_skb)) {
@@ -1362,8 +1390,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->last_pkt_size = d->skb->len;
 		d->clone_count = 0;
 	}
-	if (d->delay && d->last_ok)
+	if (d->delay && d->last_ok) {
 		spin(d, d->next_tx);
+		if (stopping(d))
+			return;
+	}
 	/* no overshoot: a burst never sends past count (the kernel's may) */
 	if (d->count && burst > d->count - sofar)
 		burst = (unsigned int)(d->count - sofar);
@@ -1388,12 +1419,16 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			break;
 		default: /* busy: the reference is still ours; retry later */
 			uskb_free(d->skb);
-			d->last_ok = false;
+			busy++;
 			break;
 		}
 	}
-	if (ok) {
+	/* as the kernel: a busy device gets the same skb again, without delay */
+	if (busy)
+		d->last_ok = false;
+	else if (ok)
 		d->last_ok = true;
+	if (ok) {
 		d->seq_num += ok;
 		if (d->n_imix)
 			d->imix[d->cur_imix].count_so_far += ok;
@@ -1403,10 +1438,12 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	if (errs)
 		add_relaxed(&d->errors, errs);
 	if (d->count && sofar + ok >= d->count) {
-		/* pktgen_wait_for_skb(): until the device let go of every copy */
-		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 &&
-		       !atomic_load_explicit(&t->pg->stop, memory_order_relaxed))
+		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
+		uint64_t w = now_ns();
+
+		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 && !stopping(d))
 			sched_yield();
+		add_relaxed(&d->idle_acc, now_ns() - w);
 		dev_stop(d);
 	}
 }
@@ -1457,7 +1494,6 @@ static int run_all(struct uskb_pktgen *pg)
 	bool started[pg->nthreads];
 	int i;
 
-	atomic_store(&pg->stop, false);
 	atomic_store(&pg->running, true);
 	for (i = 0; i < pg->nthreads; i++) {
 		struct pg_thread *t = &pg->threads[i];
@@ -1481,6 +1517,7 @@ static int run_all(struct uskb_pktgen *pg)
 			pthread_join(pg->threads[i].th, NULL);
 	pthread_mutex_lock(&pg->lock);
 	atomic_store(&pg->running, false);
+	atomic_store(&pg->stop, false); /* a stop asked before start ended this run */
 	return 0;
 }
 
@@ -1689,7 +1726,8 @@ int uskb_pktgen_register_dev(struct uskb_pktgen *pg, const char *name, struct us
 {
 	struct pg_netdev *nd;
 
-	if (!name || !*name || strlen(name) >= NAME_SZ || strchr(name, '@') || !dev)
+	if (!name || !*name || strlen(name) >= NAME_SZ || strchr(name, '@') || !dev || !dev->ops ||
+	    !dev->ops->xmit || !dev->nqueues)
 		return -EINVAL;
 	for (nd = pg->netdevs; nd; nd = nd->next)
 		if (!strcmp(nd->name, name))
@@ -1731,7 +1769,8 @@ int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd)
 
 		copy_word(w, sizeof(w), cmd + skip_sep(cmd), 15);
 		if (!strcmp(w, "stop")) {
-			uskb_pktgen_stop(pg);
+			if (atomic_load(&pg->running))
+				uskb_pktgen_stop(pg);
 			return 0;
 		}
 		if (strcmp(w, "start") && strcmp(w, "reset"))
@@ -1763,42 +1802,55 @@ int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd)
 const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file)
 {
 	struct pg_thread *t = thread_by_name(pg, file);
+	const char *r = NULL;
 	struct pg_dev *d;
 
 	if (t)
 		return t->result[0] ? t->result : "NA";
+	pthread_mutex_lock(&pg->lock);
 	d = find_dev(pg, file, NULL);
 	if (d)
-		return d->result[0] ? d->result : "Idle";
-	return NULL;
+		r = d->result[0] ? d->result : "Idle";
+	pthread_mutex_unlock(&pg->lock);
+	return r;
+}
+
+static int show_file(struct uskb_pktgen *pg, const char *file, struct sbuf *s)
+{
+	struct pg_thread *t;
+	struct pg_dev *d;
+
+	if (!strcmp(file, "pgctrl")) {
+		sb(s, "%s", PG_VERSION);
+	} else if ((t = thread_by_name(pg, file))) {
+		sb(s, "Running: ");
+		for (d = t->devs; d; d = d->next)
+			if (atomic_load(&d->running))
+				sb(s, "%s ", d->odevname);
+		sb(s, "\nStopped: ");
+		for (d = t->devs; d; d = d->next)
+			if (!atomic_load(&d->running))
+				sb(s, "%s ", d->odevname);
+		sb(s, "\nResult: %s\n", t->result[0] ? t->result : "NA");
+	} else if ((d = find_dev(pg, file, NULL))) {
+		dev_show(d, s);
+	} else {
+		return -ENOENT;
+	}
+	return (int)s->n;
 }
 
 int uskb_pktgen_read(struct uskb_pktgen *pg, const char *file, char *buf, size_t len)
 {
 	struct sbuf s = { buf, len, 0 };
-	struct pg_thread *t;
-	struct pg_dev *d;
+	int ret;
 
 	if (len)
 		buf[0] = 0;
-	if (!strcmp(file, "pgctrl")) {
-		sb(&s, "%s", PG_VERSION);
-	} else if ((t = thread_by_name(pg, file))) {
-		sb(&s, "Running: ");
-		for (d = t->devs; d; d = d->next)
-			if (atomic_load(&d->running))
-				sb(&s, "%s ", d->odevname);
-		sb(&s, "\nStopped: ");
-		for (d = t->devs; d; d = d->next)
-			if (!atomic_load(&d->running))
-				sb(&s, "%s ", d->odevname);
-		sb(&s, "\nResult: %s\n", t->result[0] ? t->result : "NA");
-	} else if ((d = find_dev(pg, file, NULL))) {
-		dev_show(d, &s);
-	} else {
-		return -ENOENT;
-	}
-	return (int)s.n;
+	pthread_mutex_lock(&pg->lock);
+	ret = show_file(pg, file, &s);
+	pthread_mutex_unlock(&pg->lock);
+	return ret;
 }
 
 void uskb_pktgen_stop(struct uskb_pktgen *pg)
@@ -1806,8 +1858,8 @@ void uskb_pktgen_stop(struct uskb_pktgen *pg)
 	atomic_store(&pg->stop, true);
 }
 
-int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
-			  struct uskb_pktgen_stats *st)
+static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
+		     struct uskb_pktgen_stats *st)
 {
 	for (int k = 0; k < pg->nthreads; k++)
 		for (struct pg_dev *d = pg->threads[k].devs; d; d = d->next) {
@@ -1838,4 +1890,15 @@ int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t name
 			return 0;
 		}
 	return -ENOENT;
+}
+
+int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
+			  struct uskb_pktgen_stats *st)
+{
+	int ret;
+
+	pthread_mutex_lock(&pg->lock);
+	ret = dev_stats(pg, i, name, namelen, st);
+	pthread_mutex_unlock(&pg->lock);
+	return ret;
 }
