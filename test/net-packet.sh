@@ -92,5 +92,19 @@ ip -n "$na" link set "${p}0" mtu 1000
 out=$(ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 5 -s 1200 --duration 0.5 --json)
 grep -q '"packets": 0,' <<<"$out" && ! grep -q '"errors": 0,' <<<"$out" ||
 	bad "oversized frames: $out"
+# --veth: a pair made for the run, removed after it, also on Ctrl-C
+out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")
+grep -q '"packets": 500,' <<<"$out" || bad "--veth: $out"
+rx=$(sed -n 's/.* received \([0-9]*\) packets.*/\1/p' "$tmp/err")
+[ -n "$rx" ] && [ "$rx" -ge 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
+ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
+[ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
+timeout 60 "$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
+vp=$!
+sleep 1.5
+kill -INT $vp
+wait $vp || bad "--veth interrupted: exit $?"
+ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
+[ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
 echo "$fail failed"
 [ $fail = 0 ]

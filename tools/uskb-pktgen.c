@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uskb/uskb.h>
 
@@ -39,7 +42,8 @@ static void usage(FILE *f)
 		"applied after the options (e.g. \"flag IPSRC_RND\" \"src_min 198.18.0.1\").\n"
 		"\n"
 		"Options of the kernel's samples/pktgen/parameters.sh:\n"
-		"  -i DEV        output device: null, pcap:FILE (required)\n"
+		"  -i DEV        output device: null, null:nocsum, pcap:FILE, packet:IFNAME\n"
+		"                [:mmsg] or an interface name (required unless --veth)\n"
 		"  -s SIZE       packet size without FCS (default 60)\n"
 		"  -d DEST_IP    destination address or CIDR range\n"
 		"                (default 198.18.0.42, with -6 fd00::1)\n"
@@ -69,6 +73,8 @@ static void usage(FILE *f)
 		"      --script FILE  run pg_ctrl / pg_thread N / pg_set DEV lines\n"
 		"      --dry-run      with --script: check the commands, send nothing\n"
 		"      --print-range ADDR  print the first and last address of a CIDR range\n"
+		"      --veth         (root) send through a private veth pair made for the run\n"
+		"                     (198.18.0.1 -> 198.18.0.2) and removed after it\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
 		"  -q, --quiet        no progress line on stderr\n"
 		"  -h, --help         this text\n"
@@ -482,10 +488,131 @@ static double parse_real(const char *opt, const char *s)
 	return v;
 }
 
+/* ---- --veth: a private veth pair for the run ---- */
+
+static char veth_ns[2][32], veth_if[2][16];
+static bool veth_made;
+
+/* run a program (ip) quietly; its exit status, or -1 */
+static int run(char *const argv[])
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define IP(...) run((char *[]){ "ip", __VA_ARGS__, NULL })
+
+static void veth_down(void)
+{
+	if (!veth_made)
+		return;
+	veth_made = false;
+	IP("netns", "del", veth_ns[0]);
+	IP("netns", "del", veth_ns[1]);
+}
+
+/* packets the peer received, -1 if unknown */
+static long long veth_peer_rx(void)
+{
+	char path[128], buf[64];
+	long long v = -1;
+	int fd;
+
+	/* /proc/self/net/dev of the peer's namespace: step in, read, step back */
+	snprintf(path, sizeof(path), "/run/netns/%s", veth_ns[1]);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	{
+		int self = open("/proc/self/ns/net", O_RDONLY);
+
+		if (self >= 0 && setns(fd, CLONE_NEWNET) == 0) {
+			FILE *f;
+
+			f = fopen("/proc/self/net/dev", "r");
+			if (f) {
+				char line[512];
+
+				while (fgets(line, sizeof(line), f)) {
+					char *c = strchr(line, ':');
+
+					*buf = 0;
+					if (c && sscanf(line, " %63[^:]", buf) == 1 && !strcmp(buf, veth_if[1]))
+						sscanf(c + 1, "%*s %lld", &v); /* bytes, packets */
+				}
+				fclose(f);
+			}
+			setns(self, CLONE_NEWNET);
+		}
+		if (self >= 0)
+			close(self);
+	}
+	close(fd);
+	return v;
+}
+
+static void veth_up(void)
+{
+	char nspath[64];
+	int fd, pid = (int)getpid();
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "uskb-pktgen: --veth needs root (CAP_NET_ADMIN) to create network namespaces\n");
+		exit(1);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(veth_ns[i], sizeof(veth_ns[i]), "uskb-%d-%c", pid, 'a' + i);
+		snprintf(veth_if[i], sizeof(veth_if[i]), "uv%d%c", pid % 10000000, 'a' + i);
+	}
+	veth_made = true;
+	atexit(veth_down);
+	if (IP("netns", "add", veth_ns[0]) || IP("netns", "add", veth_ns[1]) ||
+	    IP("-n", veth_ns[0], "link", "add", veth_if[0], "address", "02:00:00:00:00:01", "type", "veth",
+	       "peer", "name", veth_if[1], "address", "02:00:00:00:00:02", "netns", veth_ns[1]) ||
+	    IP("-n", veth_ns[0], "addr", "add", "198.18.0.1/24", "dev", veth_if[0]) ||
+	    IP("-n", veth_ns[1], "addr", "add", "198.18.0.2/24", "dev", veth_if[1]) ||
+	    IP("-n", veth_ns[0], "addr", "add", "fd00::1/64", "dev", veth_if[0], "nodad") ||
+	    IP("-n", veth_ns[1], "addr", "add", "fd00::2/64", "dev", veth_if[1], "nodad") ||
+	    IP("-n", veth_ns[0], "link", "set", veth_if[0], "up") ||
+	    IP("-n", veth_ns[1], "link", "set", veth_if[1], "up") ||
+	    IP("-n", veth_ns[0], "neigh", "replace", "198.18.0.2", "lladdr", "02:00:00:00:00:02", "dev",
+	       veth_if[0], "nud", "permanent") ||
+	    IP("-n", veth_ns[0], "neigh", "replace", "fd00::2", "lladdr", "02:00:00:00:00:02", "dev",
+	       veth_if[0], "nud", "permanent")) {
+		fprintf(stderr, "uskb-pktgen: --veth: could not set up the veth pair with ip (iproute2 installed? "
+				"network namespaces allowed here?)\n");
+		exit(2);
+	}
+	/* this process (and the generator threads it starts) lives on the first end */
+	snprintf(nspath, sizeof(nspath), "/run/netns/%s", veth_ns[0]);
+	fd = open(nspath, O_RDONLY);
+	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+		fprintf(stderr, "uskb-pktgen: --veth: cannot enter %s: %s\n", veth_ns[0], strerror(errno));
+		exit(2);
+	}
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_FRAGS = 256, O_RATE, O_RATEP, O_DURATION, O_SEED, O_IMIX, O_JSON, O_SCRIPT,
-	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE };
+	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE, O_VETH };
 	static const struct option longopts[] = {
 		{ "frags", required_argument, NULL, O_FRAGS },
 		{ "rate", required_argument, NULL, O_RATE },
@@ -497,6 +624,7 @@ int main(int argc, char **argv)
 		{ "script", required_argument, NULL, O_SCRIPT },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
 		{ "dry-run", no_argument, NULL, O_DRYRUN },
+		{ "veth", no_argument, NULL, O_VETH },
 		{ "print-range", required_argument, NULL, O_RANGE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -507,7 +635,8 @@ int main(int argc, char **argv)
 		   *imix = NULL, *script = NULL, *range_of = NULL;
 	unsigned long size = 60, threads = 1, first = 0, clone = 0, burst = 1, frags = 0;
 	unsigned long long count = 100000, delay = 0;
-	bool count_set = false, ip6 = false, csum = false, debug = false, have_frags = false;
+	bool count_set = false, ip6 = false, csum = false, debug = false, have_frags = false,
+	     use_veth = false;
 	double rate = 0, ratep = 0;
 	struct uskb_pktgen_opts po = { 0 };
 	struct sigaction sa;
@@ -548,6 +677,7 @@ int main(int argc, char **argv)
 		case O_NOPIN: po.no_pin = true; break;
 		case O_DRYRUN: dry_run = 1; break;
 		case O_RANGE: range_of = optarg; break;
+		case O_VETH: use_veth = true; break;
 		case O_VERSION: printf("uskb-pktgen %s (pktgen 2.75 command language)\n", VERSION); return 0;
 		default: usage(stderr); return 1;
 		}
@@ -569,8 +699,21 @@ int main(int argc, char **argv)
 		die_usage("%s", "--dry-run goes with --script");
 	if (rate > 0 && ratep > 0)
 		die_usage("%s", "--rate and --ratep exclude each other");
+	if (use_veth && (script || dev))
+		die_usage("%s", "--veth makes its own device: no -i, no --script");
+	if (use_veth) {
+		static char vdev[32];
+
+		veth_up();
+		snprintf(vdev, sizeof(vdev), "packet:%s", veth_if[0]);
+		dev = vdev;
+		if (!dst)
+			dst = ip6 ? "fd00::2" : "198.18.0.2";
+		if (!strcmp(dst_mac, "90:e2:ba:ff:ff:ff"))
+			dst_mac = "02:00:00:00:00:02";
+	}
 	if (!script && !dev)
-		die_usage("%s", "no device: give -i DEV (null, pcap:FILE) or --script FILE");
+		die_usage("%s", "no device: give -i DEV (null, pcap:FILE, packet:IFNAME), --veth or --script FILE");
 	if (!threads)
 		die_usage("%s", "-t: at least one thread");
 	if (first + threads > 4096)
@@ -665,6 +808,14 @@ int main(int argc, char **argv)
 
 			proc_cmdf(name, "delay %.0f", bits * 1000.0 * (double)burst / per);
 		}
+		if (use_veth) {
+			if (ip6) {
+				proc_cmd(name, "src6 fd00::1");
+			} else {
+				proc_cmd(name, "src_min 198.18.0.1");
+				proc_cmd(name, "src_max 198.18.0.1");
+			}
+		}
 		for (int a = optind; a < argc; a++)
 			proc_cmd(name, argv[a]);
 		if (debug) {
@@ -676,5 +827,8 @@ int main(int argc, char **argv)
 	}
 	start_run();
 	uskb_pktgen_free(g_pg);
+	if (use_veth)
+		fprintf(stderr, "uskb-pktgen: %s (in %s) received %lld packets; the pair is removed\n",
+			veth_if[1], veth_ns[1], veth_peer_rx());
 	return 0;
 }

@@ -10,7 +10,10 @@
  *   "null"        consumes every skb (pktgen into a dummy device);
  *   "null:nocsum" the same without checksum offload;
  *   "pcap:FILE"   writes each frame — head, frags and frag_list — to a
- *                 classic pcap file (Ethernet, microsecond timestamps).
+ *                 classic pcap file (Ethernet, microsecond timestamps);
+ *   "packet:IFNAME[:mmsg]"  a real interface through AF_PACKET (TX ring
+ *                 with qdisc bypass, or sendmmsg); a bare interface name
+ *                 means the same (docs/devices.md).
  */
 
 #include "common.h"
