@@ -99,11 +99,20 @@ rx=$(sed -n 's/.* received \([0-9]*\) packets.*/\1/p' "$tmp/err")
 [ -n "$rx" ] && [ "$rx" -ge 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
 ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
-timeout 60 "$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
+before=$(ip netns list | grep -c '^uskb-[0-9]*-a' || true)
+"$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
 vp=$!
-sleep 1.5
+# interrupt once the pair exists (slow under sanitizers), then a little later
+for _ in $(seq 100); do
+	[ "$(ip netns list | grep -c '^uskb-[0-9]*-a' || true)" -gt "$before" ] && break
+	sleep 0.1
+done
+sleep 0.5
 kill -INT $vp
+( sleep 60; kill -KILL $vp 2>/dev/null ) &
+guard=$!
 wait $vp || bad "--veth interrupted: exit $?"
+kill $guard 2>/dev/null
 ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
 echo "$fail failed"

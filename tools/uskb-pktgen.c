@@ -504,6 +504,7 @@ static int run(char *const argv[])
 	if (pid == 0) {
 		int fd = open("/dev/null", O_WRONLY);
 
+		setpgid(0, 0); /* a Ctrl-C is ours to handle, not ip's: let it finish */
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -643,6 +644,11 @@ int main(int argc, char **argv)
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
+	/* first of all: a Ctrl-C at any point must still clean up (--veth) */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	while ((c = getopt_long(argc, argv, "s:i:d:m:p:f:t:c:n:b:w:vxh6akq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': size = parse_num("-s", optarg, 65535); break;
@@ -734,10 +740,8 @@ int main(int argc, char **argv)
 		perror("uskb-pktgen");
 		return 2;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	if (interrupted) /* a Ctrl-C during the set-up: the run ends at once */
+		uskb_pktgen_stop(g_pg);
 
 	if (script) {
 		int rc = run_script(script);
