@@ -360,7 +360,8 @@ static void op_put(struct model *M, int i, struct slot *s)
 {
 	unsigned int n;
 
-	if (!writable(s) || uskb_is_nonlinear(s->skb) || uskb_unclone(s->skb))
+	/* (other ops may leave a packet past MAX_PKT: then it does not grow here) */
+	if (!writable(s) || uskb_is_nonlinear(s->skb) || s->mlen >= MAX_PKT || uskb_unclone(s->skb))
 		SKIP;
 	n = below(M, (unsigned int)uskb_tailroom(s->skb) + 1);
 	if (s->mlen + n > MAX_PKT)

@@ -1008,6 +1008,17 @@ static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_
 	bump_mac(hh, base, mc);
 }
 
+/* udp_src/dst ranges: max exclusive, sequential or random */
+static void port_step(struct pg_dev *d, uint16_t min, uint16_t max, uint16_t *cur, uint32_t rnd_flag)
+{
+	if (min >= max)
+		return;
+	if (d->flags & rnd_flag)
+		*cur = (uint16_t)(prandom(d) % (unsigned int)(max - min) + min);
+	else if (++*cur >= max)
+		*cur = min;
+}
+
 static unsigned int f_pick(struct pg_dev *d)
 {
 	unsigned int flow = d->curfl;
@@ -1048,20 +1059,8 @@ static void mod_cur_headers(struct pg_dev *d)
 		d->vlan_id = prandom(d) & 4095;
 	if ((d->flags & F_SVID_RND) && d->svlan_id != 0xffff)
 		d->svlan_id = prandom(d) & 4095;
-	if (d->udp_src_min < d->udp_src_max) {
-		if (d->flags & F_UDPSRC_RND)
-			d->cur_udp_src = (uint16_t)(prandom(d) % (d->udp_src_max - d->udp_src_min) +
-						    d->udp_src_min);
-		else if (++d->cur_udp_src >= d->udp_src_max)
-			d->cur_udp_src = d->udp_src_min;
-	}
-	if (d->udp_dst_min < d->udp_dst_max) {
-		if (d->flags & F_UDPDST_RND)
-			d->cur_udp_dst = (uint16_t)(prandom(d) % (d->udp_dst_max - d->udp_dst_min) +
-						    d->udp_dst_min);
-		else if (++d->cur_udp_dst >= d->udp_dst_max)
-			d->cur_udp_dst = d->udp_dst_min;
-	}
+	port_step(d, d->udp_src_min, d->udp_src_max, &d->cur_udp_src, F_UDPSRC_RND);
+	port_step(d, d->udp_dst_min, d->udp_dst_max, &d->cur_udp_dst, F_UDPDST_RND);
 	if (!(d->flags & F_IPV6)) {
 		imn = ntohl(d->saddr_min);
 		imx = ntohl(d->saddr_max);
