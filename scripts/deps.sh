@@ -3,11 +3,11 @@
 # Install the Debian packages uskb builds, tests, fuzzes and benchmarks with,
 # when they are missing. Idempotent; needs root (or sudo) only to install.
 #   scripts/deps.sh           build + test dependencies
-#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd)
+#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen)
 set -eu
 
 pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2"
-[ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev"
+[ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng"
 
 missing=""
 for p in $pkgs; do

@@ -228,3 +228,9 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	}
 	return sent;
 }
+
+void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)
+{
+	if (dev->ops->flush)
+		dev->ops->flush(dev, queue);
+}

@@ -32,6 +32,7 @@
 
 #define RING_FRAMES 4096
 #define MMSG_MAX 64
+#define FLUSH_BATCH 64 /* frames queued in the ring before a send() */
 
 struct packet_priv {
 	int fd;
@@ -40,6 +41,7 @@ struct packet_priv {
 	unsigned char *ring;
 	size_t ring_len;
 	unsigned int frame_size, frame_nr, cur, max_len, mtu;
+	unsigned int pending; /* frames handed to the ring since the last send() */
 };
 
 /* the error text of dev.c (thread-local), shared by the devices */
@@ -194,6 +196,23 @@ static bool too_long(const struct packet_priv *p, const struct uskb *skb)
 	return skb->len > limit || skb->len > p->max_len;
 }
 
+static void ring_flush(struct packet_priv *p)
+{
+	if (p->pending) {
+		send(p->fd, NULL, 0, MSG_DONTWAIT);
+		p->pending = 0;
+	}
+}
+
+static void packet_flush(struct uskb_dev *dev, unsigned int queue)
+{
+	struct packet_priv *p = dev->priv;
+
+	(void)queue;
+	if (p->ring)
+		ring_flush(p);
+}
+
 static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res)
 {
 	unsigned int data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
@@ -213,6 +232,7 @@ static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 			/* the ring is full: flush once, then report the rest busy */
 			if (!kicked) {
 				send(p->fd, NULL, 0, MSG_DONTWAIT);
+				p->pending = 0;
 				kicked = true;
 			}
 			if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
@@ -226,10 +246,13 @@ static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 		h->tp_len = skb->len;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 		p->cur = p->cur + 1 == p->frame_nr ? 0 : p->cur + 1;
+		p->pending++;
 		res[i] = USKB_XMIT_OK;
 		uskb_consume(skb);
 	}
-	send(p->fd, NULL, 0, MSG_DONTWAIT);
+	/* one send() for a batch: callers flush before they wait or stop */
+	if (p->pending >= FLUSH_BATCH || kicked)
+		ring_flush(p);
 }
 
 static void mmsg_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res)
@@ -303,4 +326,5 @@ const struct uskb_dev_ops uskb_packet_ops __hidden = {
 	.open = packet_open,
 	.close = packet_close,
 	.xmit = packet_xmit,
+	.flush = packet_flush,
 };

@@ -56,6 +56,12 @@ struct uskb_dev_ops {
 	/** Send @n skbs on @queue; fill @res[i] with USKB_XMIT_*. */
 	void (*xmit)(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n,
 		     int *res);
+	/**
+	 * Optional: push out what xmit queued without sending yet (a device may
+	 * hold a few frames to send them in one call, as the kernel's
+	 * xmit_more). Callers flush before they wait and when they stop.
+	 */
+	void (*flush)(struct uskb_dev *dev, unsigned int queue);
 };
 
 struct uskb_dev {
@@ -86,6 +92,9 @@ USKB_API void uskb_dev_close(struct uskb_dev *dev);
  */
 USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs,
 			   int n, int *res);
+
+/** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
+USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);
 
 #ifdef __cplusplus
 }

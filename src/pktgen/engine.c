@@ -1285,6 +1285,19 @@ static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sof
 	}
 }
 
+static void dev_flush(struct pg_dev *d)
+{
+	struct pg_netdev *nd = d->nd;
+
+	if (!nd->dev->ops->flush)
+		return;
+	if (nd->users > 1)
+		pthread_mutex_lock(&nd->txlock);
+	uskb_dev_flush(nd->dev, d->cur_queue_map);
+	if (nd->users > 1)
+		pthread_mutex_unlock(&nd->txlock);
+}
+
 /* pktgen_stop_device() + show_results() */
 static void dev_stop(struct pg_dev *d)
 {
@@ -1296,6 +1309,7 @@ static void dev_stop(struct pg_dev *d)
 
 	if (!atomic_load(&d->running))
 		return;
+	dev_flush(d);
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
@@ -1390,6 +1404,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->clone_count = 0;
 	}
 	if (d->delay && d->last_ok) {
+		if (d->next_tx > now_ns())
+			dev_flush(d); /* nothing may wait in the device while we do */
 		spin(d, d->next_tx);
 		if (stopping(d))
 			return;
@@ -1423,8 +1439,10 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		}
 	}
 	/* as the kernel: a busy device gets the same skb again, without delay */
-	if (busy)
+	if (busy) {
 		d->last_ok = false;
+		dev_flush(d);
+	}
 	else if (ok)
 		d->last_ok = true;
 	if (ok) {
