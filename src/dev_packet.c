@@ -291,11 +291,14 @@ static void mmsg_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 		if (!k)
 			break;
 		sent = sendmmsg(p->fd, msg, (unsigned int)k, MSG_DONTWAIT);
+		/* a partial count leaves the reason for the next call: retry those */
+		int fail = sent < 0 && errno != EAGAIN && errno != ENOBUFS ? USKB_XMIT_DROP :
+									     USKB_XMIT_BUSY;
+
 		if (sent < 0)
 			sent = 0;
 		for (j = 0; j < k; j++) {
-			int r = j < sent ? USKB_XMIT_OK : errno == EAGAIN || errno == ENOBUFS ?
-							  USKB_XMIT_BUSY : USKB_XMIT_DROP;
+			int r = j < sent ? USKB_XMIT_OK : j == sent ? fail : USKB_XMIT_BUSY;
 
 			res[idx[j]] = r;
 			if (r != USKB_XMIT_BUSY)
