@@ -2,6 +2,7 @@
 /* The device layer and its built-in devices: null and pcap. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,20 @@
 #include "internal.h"
 #include "uskb/dev.h"
 
-/* why the calling thread's last open failed; devices in other files write it too */
-__thread char uskb_dev_err[256] __hidden;
-#define dev_err uskb_dev_err
+/* why the calling thread's last open failed */
+static __thread char dev_err[256];
 
 extern const struct uskb_dev_ops uskb_packet_ops __hidden;
+
+int uskb_dev_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dev_err, sizeof(dev_err), fmt, ap);
+	va_end(ap);
+	return -err;
+}
 
 const char *uskb_dev_strerror(void)
 {
@@ -32,8 +42,7 @@ static int null_open(struct uskb_dev *dev, const char *arg)
 	if (arg && !strcmp(arg, "nocsum")) {
 		dev->features &= ~(uint32_t)(USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM);
 	} else if (arg && *arg) {
-		snprintf(dev_err, sizeof(dev_err), "null: the only option is nocsum (got \"%s\")", arg);
-		return -EINVAL;
+		return uskb_dev_fail(EINVAL, "null: the only option is nocsum (got \"%s\")", arg);
 	}
 	return 0;
 }
@@ -64,10 +73,8 @@ static int pcap_open(struct uskb_dev *dev, const char *arg)
 	static const uint32_t hdr[6] = { 0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1 };
 	struct pcap_priv *p;
 
-	if (!arg || !*arg) {
-		snprintf(dev_err, sizeof(dev_err), "pcap: give a file, as in pcap:out.pcap");
-		return -EINVAL;
-	}
+	if (!arg || !*arg)
+		return uskb_dev_fail(EINVAL, "pcap: give a file, as in pcap:out.pcap");
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -75,15 +82,13 @@ static int pcap_open(struct uskb_dev *dev, const char *arg)
 	if (!p->f) {
 		int err = errno;
 
-		snprintf(dev_err, sizeof(dev_err), "pcap: cannot create %s: %s", arg, strerror(err));
 		free(p);
-		return -err;
+		return uskb_dev_fail(err, "pcap: cannot create %s: %s", arg, strerror(err));
 	}
 	if (fwrite(hdr, sizeof(hdr), 1, p->f) != 1) {
-		snprintf(dev_err, sizeof(dev_err), "pcap: cannot write %s", arg);
 		fclose(p->f);
 		free(p);
-		return -EIO;
+		return uskb_dev_fail(EIO, "pcap: cannot write %s", arg);
 	}
 	dev->priv = p;
 	/* a capture file takes anything, as the NIC would: SG, no offloads */
@@ -140,8 +145,7 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 
 	dev_err[0] = 0;
 	if (!spec || !*spec) {
-		snprintf(dev_err, sizeof(dev_err), "no device given");
-		errno = EINVAL;
+		errno = -uskb_dev_fail(EINVAL, "no device given");
 		return NULL;
 	}
 	colon = strchr(spec, ':');
@@ -157,10 +161,8 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 			ops = &uskb_packet_ops;
 			arg = spec;
 		} else {
-			snprintf(dev_err, sizeof(dev_err),
-				 "unknown device \"%s\": use null, pcap:FILE, packet:IFNAME or an interface name",
-				 spec);
-			errno = EINVAL;
+			errno = -uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
+						       "packet:IFNAME or an interface name", spec);
 			return NULL;
 		}
 	} else {

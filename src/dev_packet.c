@@ -40,18 +40,10 @@ struct packet_priv {
 	bool mmsg;
 	unsigned char *ring;
 	size_t ring_len;
-	unsigned int frame_size, frame_nr, cur, max_len, mtu;
+	unsigned int frame_size, frame_nr, cur, mtu;
+	unsigned int max_len; /* of a frame in a ring slot */
 	unsigned int pending; /* frames handed to the ring since the last send() */
 };
-
-/* the error text of dev.c (thread-local), shared by the devices */
-extern __thread char uskb_dev_err[256] __hidden;
-
-static int fail(int err, const char *fmt, const char *a, const char *b)
-{
-	snprintf(uskb_dev_err, sizeof(uskb_dev_err), fmt, a, b);
-	return -err;
-}
 
 static int probe(struct uskb_dev *dev, struct packet_priv *p)
 {
@@ -60,17 +52,18 @@ static int probe(struct uskb_dev *dev, struct packet_priv *p)
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->ifname);
 	if (ioctl(p->fd, SIOCGIFFLAGS, &ifr))
-		return fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
+		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
 	if (!(ifr.ifr_flags & IFF_UP))
-		return fail(ENETDOWN, "packet:%s: the interface is down (ip link set %s up)", p->ifname,
+		return uskb_dev_fail(ENETDOWN, "packet:%s: the interface is down (ip link set %s up)",
+				     p->ifname,
 			    p->ifname);
 	if (ioctl(p->fd, SIOCGIFHWADDR, &ifr))
-		return fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
+		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
 	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER)
-		return fail(EINVAL, "packet:%s: not an Ethernet interface%s", p->ifname, "");
+		return uskb_dev_fail(EINVAL, "packet:%s: not an Ethernet interface", p->ifname);
 	memcpy(dev->mac, ifr.ifr_hwaddr.sa_data, 6);
 	if (ioctl(p->fd, SIOCGIFMTU, &ifr))
-		return fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
+		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
 	dev->mtu = (unsigned int)ifr.ifr_mtu;
 	return 0;
 }
@@ -115,13 +108,13 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	int err;
 
 	if (!arg || !*arg)
-		return fail(EINVAL, "packet: give an interface, as in packet:eth0%s%s", "", "");
+		return uskb_dev_fail(EINVAL, "packet: give an interface, as in packet:eth0");
 	colon = strchr(arg, ':');
 	n = colon ? (size_t)(colon - arg) : strlen(arg);
 	if (n >= IF_NAMESIZE)
-		return fail(EINVAL, "packet: \"%s\" is too long for an interface name%s", arg, "");
+		return uskb_dev_fail(EINVAL, "packet: \"%s\" is too long for an interface name", arg);
 	if (colon && strcmp(colon + 1, "mmsg") && strcmp(colon + 1, "ring"))
-		return fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)%s", colon + 1, "");
+		return uskb_dev_fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)", colon + 1);
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -131,8 +124,8 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	sll.sll_family = AF_PACKET;
 	sll.sll_ifindex = (int)if_nametoindex(p->ifname);
 	if (!sll.sll_ifindex) {
-		err = fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)%s",
-			   p->ifname, "");
+		err = uskb_dev_fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)",
+				    p->ifname);
 		free(p);
 		return err;
 	}
@@ -140,17 +133,18 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (p->fd < 0) {
 		err = errno == EPERM || errno == EACCES ?
-			      fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or setcap cap_net_raw+ep)%s",
-				   p->ifname, "") :
-			      fail(errno, "packet:%s: socket: %s", p->ifname, strerror(errno));
+			      uskb_dev_fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or setcap "
+						   "cap_net_raw+ep)", p->ifname) :
+			      uskb_dev_fail(errno, "packet:%s: socket: %s", p->ifname, strerror(errno));
 		free(p);
 		return err;
 	}
 	err = probe(dev, p);
 	if (!err && !p->mmsg && (err = setup_ring(p, dev->mtu)) < 0)
-		err = fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname, strerror(-err));
+		err = uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
+				    strerror(-err));
 	if (!err && bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)))
-		err = fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
+		err = uskb_dev_fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
 	if (err) {
 		if (p->ring)
 			munmap(p->ring, p->ring_len);
@@ -159,8 +153,6 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		return err;
 	}
 	p->mtu = dev->mtu;
-	if (p->mmsg)
-		p->max_len = dev->mtu + 18;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
@@ -193,7 +185,7 @@ static bool too_long(const struct packet_priv *p, const struct uskb *skb)
 		return true;
 	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
 		limit += 4;
-	return skb->len > limit || skb->len > p->max_len;
+	return skb->len > limit || (p->ring && skb->len > p->max_len); /* the ring's slot */
 }
 
 static void ring_flush(struct packet_priv *p)

@@ -87,6 +87,9 @@ struct uskb_cfg {
 };
 extern struct uskb_cfg __uskb_cfg __hidden;
 
+/* Devices: say why an open failed (uskb_dev_strerror()), return -@err. */
+__hidden int uskb_dev_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static inline unsigned int uskb_cfg(_Atomic unsigned int *v)
 {
 	return atomic_load_explicit(v, memory_order_relaxed);

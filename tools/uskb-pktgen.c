@@ -528,43 +528,43 @@ static void veth_down(void)
 	IP("netns", "del", veth_ns[1]);
 }
 
-/* packets the peer received, -1 if unknown */
+/* received packets of @ifname in this thread's network namespace, -1 if unknown */
+static long long rx_packets(const char *ifname)
+{
+	FILE *f = fopen("/proc/self/net/dev", "r");
+	char line[512], name[64];
+	long long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+
+		if (c && sscanf(line, " %63[^:]", name) == 1 && !strcmp(name, ifname))
+			sscanf(c + 1, "%*s %lld", &v); /* bytes, then packets */
+	}
+	fclose(f);
+	return v;
+}
+
+/* packets the peer received: step into its namespace, count, step back */
 static long long veth_peer_rx(void)
 {
-	char path[128], buf[64];
+	char path[128];
 	long long v = -1;
-	int fd;
+	int peer, self;
 
-	/* /proc/self/net/dev of the peer's namespace: step in, read, step back */
 	snprintf(path, sizeof(path), "/run/netns/%s", veth_ns[1]);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	{
-		int self = open("/proc/self/ns/net", O_RDONLY);
-
-		if (self >= 0 && setns(fd, CLONE_NEWNET) == 0) {
-			FILE *f;
-
-			f = fopen("/proc/self/net/dev", "r");
-			if (f) {
-				char line[512];
-
-				while (fgets(line, sizeof(line), f)) {
-					char *c = strchr(line, ':');
-
-					*buf = 0;
-					if (c && sscanf(line, " %63[^:]", buf) == 1 && !strcmp(buf, veth_if[1]))
-						sscanf(c + 1, "%*s %lld", &v); /* bytes, packets */
-				}
-				fclose(f);
-			}
-			setns(self, CLONE_NEWNET);
-		}
-		if (self >= 0)
-			close(self);
+	peer = open(path, O_RDONLY);
+	self = open("/proc/self/ns/net", O_RDONLY);
+	if (peer >= 0 && self >= 0 && setns(peer, CLONE_NEWNET) == 0) {
+		v = rx_packets(veth_if[1]);
+		setns(self, CLONE_NEWNET);
 	}
-	close(fd);
+	if (peer >= 0)
+		close(peer);
+	if (self >= 0)
+		close(self);
 	return v;
 }
 

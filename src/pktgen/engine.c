@@ -529,6 +529,16 @@ static void store_num(struct pg_dev *d, const struct num_cmd *c, unsigned long l
 		*(uint16_t *)p = (uint16_t)v;
 }
 
+/* pktgen_clear_counters() */
+static void clear_counters(struct pg_dev *d)
+{
+	d->seq_num = 1;
+	atomic_store(&d->idle_acc, 0);
+	atomic_store(&d->sofar, 0);
+	atomic_store(&d->tx_bytes, 0);
+	atomic_store(&d->errors, 0);
+}
+
 static int dev_write(struct pg_dev *d, const char *buf)
 {
 	char name[16];
@@ -769,11 +779,7 @@ static int dev_write(struct pg_dev *d, const char *buf)
 		return 0;
 	}
 	if (!strcmp(name, "clear_counters")) {
-		d->seq_num = 1;
-		atomic_store(&d->idle_acc, 0);
-		atomic_store(&d->sofar, 0);
-		atomic_store(&d->tx_bytes, 0);
-		atomic_store(&d->errors, 0);
+		clear_counters(d);
 		snprintf(d->result, RESULT_SZ, "OK: Clearing counters.\n");
 		return 0;
 	}
@@ -1234,7 +1240,8 @@ static void setup_inject(struct pg_dev *d)
 	d->nflows = 0;
 }
 
-static int dev_start(struct pg_dev *d)
+/* Set a device up for a run; a failure is its result, and it does not run. */
+static void dev_start(struct pg_dev *d)
 {
 	uint64_t t;
 
@@ -1243,17 +1250,12 @@ static int dev_start(struct pg_dev *d)
 	d->flows = calloc(d->cflows ? d->cflows : 1, sizeof(*d->flows));
 	if (!d->flows) {
 		snprintf(d->result, RESULT_SZ, "Error starting");
-		return -ENOMEM;
+		return;
 	}
 	d->curfl = 0;
 	for (unsigned int i = 0; i < d->n_imix; i++)
 		d->imix[i].count_so_far = 0;
-	/* pktgen_clear_counters() */
-	d->seq_num = 1;
-	atomic_store(&d->idle_acc, 0);
-	atomic_store(&d->sofar, 0);
-	atomic_store(&d->tx_bytes, 0);
-	atomic_store(&d->errors, 0);
+	clear_counters(d);
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
@@ -1265,7 +1267,6 @@ static int dev_start(struct pg_dev *d)
 	d->next_tx = t;
 	snprintf(d->result, RESULT_SZ, "Starting");
 	atomic_store(&d->running, true);
-	return 0;
 }
 
 static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sofar, uint64_t *pps,
@@ -1285,17 +1286,26 @@ static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sof
 	}
 }
 
-static void dev_flush(struct pg_dev *d)
+/* HARD_TX_LOCK: only a device shared by several names needs it */
+static void tx_lock(struct pg_netdev *nd)
 {
-	struct pg_netdev *nd = d->nd;
-
-	if (!nd->dev->ops->flush)
-		return;
 	if (nd->users > 1)
 		pthread_mutex_lock(&nd->txlock);
-	uskb_dev_flush(nd->dev, d->cur_queue_map);
+}
+
+static void tx_unlock(struct pg_netdev *nd)
+{
 	if (nd->users > 1)
 		pthread_mutex_unlock(&nd->txlock);
+}
+
+static void dev_flush(struct pg_dev *d)
+{
+	if (!d->nd->dev->ops->flush)
+		return;
+	tx_lock(d->nd);
+	uskb_dev_flush(d->nd->dev, d->cur_queue_map);
+	tx_unlock(d->nd);
 }
 
 /* pktgen_stop_device() + show_results() */
@@ -1329,7 +1339,6 @@ static void dev_stop(struct pg_dev *d)
 	pthread_mutex_unlock(&d->t->pg->lock);
 }
 
-/* spin(): wait for @until, sleeping while more than 100 us remain */
 static void add_relaxed(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
@@ -1419,11 +1428,9 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
 	for (int i = 0; i < n; i++)
 		t->vec[i] = d->skb;
-	if (nd->users > 1)
-		pthread_mutex_lock(&nd->txlock);
+	tx_lock(nd);
 	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
-	if (nd->users > 1)
-		pthread_mutex_unlock(&nd->txlock);
+	tx_unlock(nd);
 	for (int i = 0; i < n; i++) {
 		switch (t->res[i]) {
 		case USKB_XMIT_OK:
@@ -1540,15 +1547,12 @@ static int run_all(struct uskb_pktgen *pg)
 
 /* ---- devices on threads ---- */
 
-static struct pg_dev *find_dev(struct uskb_pktgen *pg, const char *name, struct pg_thread **tp)
+static struct pg_dev *find_dev(struct uskb_pktgen *pg, const char *name)
 {
 	for (int i = 0; i < pg->nthreads; i++)
 		for (struct pg_dev *d = pg->threads[i].devs; d; d = d->next)
-			if (!strcmp(d->odevname, name)) {
-				if (tp)
-					*tp = &pg->threads[i];
+			if (!strcmp(d->odevname, name))
 				return d;
-			}
 	return NULL;
 }
 
@@ -1617,7 +1621,7 @@ static int add_device(struct uskb_pktgen *pg, struct pg_thread *t, const char *i
 	struct pg_dev *d;
 	size_t n;
 
-	if (find_dev(pg, ifname, NULL))
+	if (find_dev(pg, ifname))
 		return -EBUSY;
 	n = strcspn(ifname, "@");
 	if (!n || n >= sizeof(base))
@@ -1810,7 +1814,7 @@ int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd)
 	pthread_mutex_lock(&pg->lock);
 	if ((t = thread_by_name(pg, file)))
 		err = atomic_load(&pg->running) ? -EBUSY : thread_write(pg, t, cmd);
-	else if ((d = find_dev(pg, file, NULL)))
+	else if ((d = find_dev(pg, file)))
 		err = atomic_load(&pg->running) ? -EBUSY : dev_write(d, cmd);
 	pthread_mutex_unlock(&pg->lock);
 	return err;
@@ -1825,7 +1829,7 @@ const char *uskb_pktgen_result(struct uskb_pktgen *pg, const char *file)
 	if (t)
 		return t->result[0] ? t->result : "NA";
 	pthread_mutex_lock(&pg->lock);
-	d = find_dev(pg, file, NULL);
+	d = find_dev(pg, file);
 	if (d)
 		r = d->result[0] ? d->result : "Idle";
 	pthread_mutex_unlock(&pg->lock);
@@ -1849,7 +1853,7 @@ static int show_file(struct uskb_pktgen *pg, const char *file, struct sbuf *s)
 			if (!atomic_load(&d->running))
 				sb(s, "%s ", d->odevname);
 		sb(s, "\nResult: %s\n", t->result[0] ? t->result : "NA");
-	} else if ((d = find_dev(pg, file, NULL))) {
+	} else if ((d = find_dev(pg, file))) {
 		dev_show(d, s);
 	} else {
 		return -ENOENT;
