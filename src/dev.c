@@ -175,6 +175,7 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 	dev->ops = ops;
 	dev->mtu = 1500;
 	dev->nqueues = 1;
+	dev->rx_patience_ms = 100;
 	memcpy(dev->mac, "\x02\x00\x00\x00\x00\x01", 6);
 	err = dev->ops->open(dev, arg);
 	if (err) {
@@ -229,6 +230,25 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		done += k;
 	}
 	return sent;
+}
+
+int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
+		int timeout_ms)
+{
+	int n, i;
+
+	if (!dev->ops->rx)
+		return -EOPNOTSUPP;
+	if (uskb_unlikely(queue >= dev->nqueues))
+		uskb_bug("dev_rx", NULL, "%s has no queue %u", dev->name, queue);
+	if (max <= 0)
+		return 0;
+	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);
+	for (i = 0; i < n; i++) {
+		dev->stats.rx_packets++;
+		dev->stats.rx_bytes += skbs[i]->len;
+	}
+	return n;
 }
 
 void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)

@@ -7,6 +7,11 @@
  *                        slot, one send() flushes a whole burst
  *   packet:IFNAME:mmsg   sendmmsg() with an iovec per head and frag (the
  *                        kernel copies; no ring)
+ * Receiving (the first uskb_dev_rx) opens a second socket with a
+ * TPACKET_V3 RX ring: 32 blocks of 256 KiB, a block handed over when full
+ * or after 1 ms. Frames become skbs through rxzc.c: long ones keep their
+ * payload in the block, which goes back to the kernel when the last skb on
+ * it is freed (or is copied out past the patience).
  * Probing gives one-line errors naming the fix: no such interface, down,
  * not Ethernet, not root.
  */
@@ -28,11 +33,14 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "rxzc.h"
 #include "uskb/dev.h"
 
 #define RING_FRAMES 4096
 #define MMSG_MAX 64
 #define FLUSH_BATCH 64 /* frames queued in the ring before a send() */
+#define RX_BLOCK_ORDER 6 /* 256 KiB blocks */
+#define RX_BLOCKS 32
 
 struct packet_priv {
 	int fd;
@@ -43,6 +51,14 @@ struct packet_priv {
 	unsigned int frame_size, frame_nr, cur, mtu;
 	unsigned int max_len; /* of a frame in a ring slot */
 	unsigned int pending; /* frames handed to the ring since the last send() */
+	/* receive: a TPACKET_V3 ring on its own socket, set up by the first rx */
+	int ifindex, rx_fd;
+	unsigned char *rx_ring;
+	size_t rx_ring_len;
+	struct rxzc *zc;
+	unsigned int rx_cur;	  /* the block being read (or next to be) */
+	unsigned int rx_left;	  /* frames of it still to deliver; 0: not open */
+	struct tpacket3_hdr *rx_pkt; /* the next of them */
 };
 
 static int probe(struct uskb_dev *dev, struct packet_priv *p)
@@ -153,15 +169,36 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		return err;
 	}
 	p->mtu = dev->mtu;
+	p->ifindex = sll.sll_ifindex;
+	/*
+	 * The receive socket is made now, in the open's network namespace;
+	 * its ring and binding wait for the first rx (protocol 0: it queues
+	 * nothing until then).
+	 */
+	p->rx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
+}
+
+static void rx_teardown(struct packet_priv *p)
+{
+	/* skbs still on the ring keep working: their blocks are copied out first */
+	rxzc_destroy(p->zc);
+	p->zc = NULL;
+	if (p->rx_ring)
+		munmap(p->rx_ring, p->rx_ring_len);
+	p->rx_ring = NULL;
+	if (p->rx_fd >= 0)
+		close(p->rx_fd);
+	p->rx_fd = -1;
 }
 
 static void packet_close(struct uskb_dev *dev)
 {
 	struct packet_priv *p = dev->priv;
 
+	rx_teardown(p);
 	if (p->ring) {
 		send(p->fd, NULL, 0, 0); /* let what is queued go */
 		munmap(p->ring, p->ring_len);
@@ -316,10 +353,165 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 		ring_xmit(p, skbs, n, res);
 }
 
+/* ---- receive: TPACKET_V3 ---- */
+
+static struct tpacket_block_desc *rx_block(const struct packet_priv *p, unsigned int i)
+{
+	return (struct tpacket_block_desc *)(p->rx_ring + ((size_t)i << (12 + RX_BLOCK_ORDER)));
+}
+
+static void *rx_block_addr(void *owner, unsigned int i)
+{
+	return rx_block(owner, i);
+}
+
+static void rx_give_back(struct rxzc *zc, unsigned int i)
+{
+	/* release: the kernel must not see our status before we stopped reading */
+	__atomic_store_n(&rx_block(zc->owner, i)->hdr.bh1.block_status, TP_STATUS_KERNEL,
+			 __ATOMIC_RELEASE);
+}
+
+static int rx_setup(struct uskb_dev *dev, struct packet_priv *p)
+{
+	struct tpacket_req3 req;
+	struct sockaddr_ll sll;
+	int v = TPACKET_V3, one = 1;
+
+	if (p->rx_fd < 0)
+		return uskb_dev_fail(EBADF, "packet:%s: the receive ring failed before", p->ifname);
+	if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
+		goto fail;
+	/* our own transmissions are not received */
+	setsockopt(p->rx_fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one));
+	memset(&req, 0, sizeof(req));
+	req.tp_block_size = USKB_PAGE_SIZE << RX_BLOCK_ORDER;
+	req.tp_block_nr = RX_BLOCKS;
+	req.tp_frame_size = 2048;
+	req.tp_frame_nr = req.tp_block_size / req.tp_frame_size * req.tp_block_nr;
+	req.tp_retire_blk_tov = 1; /* ms: a block that is not full still comes */
+	if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof(req)))
+		goto fail;
+	p->rx_ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
+	p->rx_ring = mmap(NULL, p->rx_ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->rx_fd, 0);
+	if (p->rx_ring == MAP_FAILED) {
+		p->rx_ring = NULL;
+		goto fail;
+	}
+	p->zc = rxzc_create(RX_BLOCKS, RX_BLOCK_ORDER, rx_block_addr, rx_give_back, p);
+	if (!p->zc) {
+		errno = ENOMEM;
+		goto fail;
+	}
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = p->ifindex;
+	if (bind(p->rx_fd, (struct sockaddr *)&sll, sizeof(sll)))
+		goto fail;
+	p->rx_cur = 0;
+	p->rx_left = 0;
+	(void)dev;
+	return 0;
+fail:
+	v = errno;
+	rx_teardown(p);
+	return uskb_dev_fail(v, "packet:%s: RX ring: %s", p->ifname, strerror(v));
+}
+
+static void rx_stats(struct uskb_dev *dev, struct packet_priv *p)
+{
+	struct tpacket_stats_v3 st;
+	socklen_t len = sizeof(st);
+
+	/* reading resets the kernel's counters */
+	if (!getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
+		dev->stats.rx_dropped += st.tp_drops;
+}
+
+static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
+		     int timeout_ms)
+{
+	struct packet_priv *p = dev->priv;
+	uint64_t now = 0, deadline = 0;
+	int n = 0, err;
+
+	(void)queue;
+	if (!p->zc && (err = rx_setup(dev, p)) < 0)
+		return err;
+	p->zc->patience_ns = (uint64_t)dev->rx_patience_ms * 1000000ull;
+	p->zc->copybreak = uskb_zerocopy_min_len();
+	while (n < max) {
+		struct tpacket_block_desc *b = rx_block(p, p->rx_cur);
+
+		if (!p->rx_left) {
+			struct pollfd pfd = { .fd = p->rx_fd, .events = POLLIN | POLLERR };
+			int wait;
+
+			/* ours, unless it is still out with skbs from its last round */
+			if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) &&
+			    !rxzc_busy(p->zc, p->rx_cur)) {
+				rxzc_open(p->zc, p->rx_cur);
+				p->rx_left = b->hdr.bh1.num_pkts;
+				p->rx_pkt = (struct tpacket3_hdr *)((char *)b + b->hdr.bh1.offset_to_first_pkt);
+				if (p->rx_left)
+					continue;
+				rxzc_done(p->zc, p->rx_cur, rxzc_now()); /* an empty block */
+				p->rx_cur = (p->rx_cur + 1) % RX_BLOCKS;
+				continue;
+			}
+			if (n || !timeout_ms)
+				break;
+			/* nothing ready: held blocks may be what starves the kernel */
+			rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
+			if (timeout_ms > 0) {
+				now = rxzc_now();
+				if (!deadline)
+					deadline = now + (uint64_t)timeout_ms * 1000000ull;
+				if (now >= deadline)
+					break;
+				wait = (int)((deadline - now + 999999) / 1000000);
+			} else {
+				wait = 100;
+			}
+			/* wake up now and then: the patience is kept while waiting too */
+			if (wait > 100)
+				wait = 100;
+			if (poll(&pfd, 1, wait) < 0 && errno == EINTR)
+				return n ? n : -EINTR;
+			continue;
+		}
+		struct tpacket3_hdr *h = p->rx_pkt;
+		struct uskb *skb = rxzc_skb(p->zc, p->rx_cur, (char *)h + h->tp_mac, h->tp_snaplen);
+
+		if (skb) {
+			skb->tstamp = (uint64_t)h->tp_sec * 1000000000ull + h->tp_nsec;
+			skb->dev = dev;
+			uskb_reset_mac_header(skb);
+			if (skb->len >= 14)
+				memcpy(&skb->protocol, skb->data + 12, 2);
+			skbs[n++] = skb;
+		} else {
+			dev->stats.rx_dropped++;
+		}
+		p->rx_pkt = (struct tpacket3_hdr *)((char *)h + h->tp_next_offset);
+		if (!--p->rx_left) {
+			rxzc_done(p->zc, p->rx_cur, rxzc_now());
+			p->rx_cur = (p->rx_cur + 1) % RX_BLOCKS;
+			rx_stats(dev, p);
+		}
+	}
+	rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
+	dev->stats.rx_copied = p->zc->copied;
+	dev->stats.rx_orphaned = p->zc->orphaned;
+	return n;
+}
+
 const struct uskb_dev_ops uskb_packet_ops __hidden = {
 	.type = "packet",
 	.open = packet_open,
 	.close = packet_close,
 	.xmit = packet_xmit,
 	.flush = packet_flush,
+	.rx = packet_rx,
 };

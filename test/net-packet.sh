@@ -72,6 +72,27 @@ for mode in ring mmsg; do
 	echo "$mode: $N sent, $((after - before)) received, byte for byte as built"
 done
 
+# --rx: the receiving uskb-pktgen counts every packet once, with latencies
+for mode in ring mmsg; do
+	ip netns exec "$nb" timeout 60 "$pg" --rx "${p}1" -n $N --duration 30 --json -q >"$tmp/rx.json" &
+	rxp=$!
+	sleep 0.5
+	ip netns exec "$na" timeout 60 "$pg" -i "packet:${p}0:$mode" -q -n $N -s 1000 -m 02:00:00:00:00:02 \
+		-d 198.18.0.2 --ratep 50000 >/dev/null || bad "--rx: sender ($mode) failed"
+	wait $rxp || bad "--rx ($mode): exit $?"
+	r=$(cat "$tmp/rx.json")
+	for want in "\"packets\": $N," '"lost": 0,' '"reordered": 0,' '"duplicates": 0,' \
+		"\"lat_samples\": $N," '"rx_dropped": 0,' '"streams": 1,'; do
+		grep -qF "$want" <<<"$r" || bad "--rx ($mode): want $want in $r"
+	done
+	p50=$(sed -n 's/.*"p50": \([0-9]*\).*/\1/p' <<<"$r")
+	p99=$(sed -n 's/.*"p99": \([0-9]*\).*/\1/p' <<<"$r")
+	[ -n "$p50" ] && [ "$p50" -gt 0 ] && [ "$p50" -le "$p99" ] || bad "--rx ($mode): latencies $r"
+	echo "--rx ($mode): $N counted, none lost, p50 ${p50} ns"
+done
+out=$("$pg" --rx null -q 2>&1)
+[ $? = 5 ] && grep -q "cannot receive" <<<"$out" || bad "--rx null: $out"
+
 # bad interfaces: one clear line, exit 5, nothing sent
 check_err() {
 	local want=$1

@@ -37,6 +37,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: uskb-pktgen -i DEV [OPTION]... [\"COMMAND VALUE\"]...\n"
 		"       uskb-pktgen --script FILE [--json] [-q]\n"
+		"       uskb-pktgen --rx DEV [-n COUNT] [--duration S] [--json] [-q]\n"
 		"The kernel's packet generator in userspace: its command language, its packets\n"
 		"and its result lines. Each extra argument is a raw pktgen device command\n"
 		"applied after the options (e.g. \"flag IPSRC_RND\" \"src_min 198.18.0.1\").\n"
@@ -76,6 +77,11 @@ static void usage(FILE *f)
 		"      --veth         (root) send through a private veth pair made for the run\n"
 		"                     (198.18.0.1 -> 198.18.0.2) and removed after it\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
+		"      --rx DEV       receive instead (packet:IFNAME or an interface name):\n"
+		"                     count pktgen packets, lost / reordered / duplicate\n"
+		"                     sequence numbers, latency p50/p99/p99.9 from the send\n"
+		"                     times (same clock: same machine); ends after -n COUNT\n"
+		"                     pktgen packets (default: none), --duration or Ctrl-C\n"
 		"  -q, --quiet        no progress line on stderr\n"
 		"  -h, --help         this text\n"
 		"      --version      print the version\n"
@@ -610,10 +616,137 @@ static void veth_up(void)
 	close(fd);
 }
 
+/* ---- --rx: the receiving side ---- */
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void rx_report(const char *spec, struct uskb_dev *d, struct uskb_pktgen_rx *rx, double secs)
+{
+	struct uskb_pktgen_rx_stats st;
+	const struct uskb_dev_stats *ds = &d->stats;
+	double pps;
+
+	uskb_pktgen_rx_stats(rx, &st);
+	pps = secs > 0 ? (double)st.packets / secs : 0;
+	if (json) {
+		printf("{\"device\": ");
+		json_str(spec);
+		printf(", \"seconds\": %.6f, \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
+		       ", \"pps\": %.0f, \"other\": %" PRIu64 ", \"streams\": %u, \"lost\": %" PRIu64
+		       ", \"reordered\": %" PRIu64 ", \"duplicates\": %" PRIu64
+		       ", \"lat_samples\": %" PRIu64 ", \"lat_ns\": {\"min\": %" PRIu64
+		       ", \"p50\": %" PRIu64 ", \"p99\": %" PRIu64 ", \"p99.9\": %" PRIu64
+		       ", \"max\": %" PRIu64 "}, \"rx_packets\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
+		       ", \"rx_copied\": %" PRIu64 ", \"rx_orphaned\": %" PRIu64 "}\n",
+		       secs, st.packets, st.bytes, pps, st.other, st.streams, st.lost, st.reordered,
+		       st.duplicates, st.lat_samples, st.lat_min, st.lat_p50, st.lat_p99, st.lat_p999,
+		       st.lat_max, ds->rx_packets, ds->rx_dropped, ds->rx_copied, ds->rx_orphaned);
+		return;
+	}
+	printf("rx %s: %" PRIu64 " pktgen packets (%" PRIu64 " bytes) in %.3f s, %.0f pps; "
+	       "%" PRIu64 " other frames; %u stream%s\n",
+	       spec, st.packets, st.bytes, secs, pps, st.other, st.streams, st.streams == 1 ? "" : "s");
+	printf("  sequence: lost %" PRIu64 ", reordered %" PRIu64 ", duplicates %" PRIu64 "\n", st.lost,
+	       st.reordered, st.duplicates);
+	if (st.lat_samples)
+		printf("  latency (%" PRIu64 " samples): min %.1f us, p50 %.1f us, p99 %.1f us, "
+		       "p99.9 %.1f us, max %.1f us\n",
+		       st.lat_samples, (double)st.lat_min / 1e3, (double)st.lat_p50 / 1e3,
+		       (double)st.lat_p99 / 1e3, (double)st.lat_p999 / 1e3, (double)st.lat_max / 1e3);
+	else
+		printf("  latency: no send times (flag NO_TIMESTAMP?)\n");
+	printf("  device: %" PRIu64 " frames received, %" PRIu64 " dropped by the kernel, %" PRIu64
+	       " copied whole, %" PRIu64 " ring blocks orphaned\n",
+	       ds->rx_packets, ds->rx_dropped, ds->rx_copied, ds->rx_orphaned);
+}
+
+/* --rx DEV: receive until COUNT pktgen packets, the duration or a signal */
+static int rx_main(const char *spec, unsigned long long count)
+{
+	struct uskb_dev *d = uskb_dev_open(spec);
+	struct uskb_pktgen_rx *rx;
+	struct uskb *skbs[64];
+	double t0, last, end;
+	uint64_t last_n = 0;
+	bool tty = isatty(2), started = false;
+
+	if (!d) {
+		fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
+		return 5;
+	}
+	rx = uskb_pktgen_rx_new();
+	if (!rx) {
+		perror("uskb-pktgen");
+		uskb_dev_close(d);
+		return 2;
+	}
+	t0 = last = mono_s();
+	end = duration > 0 ? t0 + duration : 0;
+	while (!interrupted) {
+		struct uskb_pktgen_rx_stats st;
+		int n = uskb_dev_rx(d, 0, skbs, 64, 100);
+		uint64_t now = realtime_ns();
+		double m;
+
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "uskb-pktgen: %s: %s\n", spec,
+				n == -EOPNOTSUPP ? "this device cannot receive (packet:IFNAME can)" :
+						   uskb_dev_strerror());
+			uskb_pktgen_rx_free(rx);
+			uskb_dev_close(d);
+			return 5;
+		}
+		for (int i = 0; i < n; i++) {
+			uskb_pktgen_rx_count(rx, skbs[i], now);
+			uskb_free(skbs[i]);
+		}
+		if (!started) {
+			started = true;
+			if (!quiet)
+				fprintf(stderr, "uskb-pktgen: receiving on %s (Ctrl-C ends)\n", spec);
+		}
+		uskb_pktgen_rx_stats(rx, &st);
+		m = mono_s();
+		if (count && st.packets >= count)
+			break;
+		if (end && m >= end)
+			break;
+		if (m - last >= 1.0) {
+			if (!quiet)
+				fprintf(stderr, "%s%6.1fs %12.0f pps  received %" PRIu64 "  lost %" PRIu64
+						"  reordered %" PRIu64 "%s",
+					tty ? "\r" : "", m - t0, (double)(st.packets - last_n) / (m - last),
+					st.packets, st.lost, st.reordered, tty ? "\033[K" : "\n");
+			last = m;
+			last_n = st.packets;
+		}
+	}
+	if (!quiet && tty && last_n)
+		fputc('\n', stderr);
+	rx_report(spec, d, rx, mono_s() - t0);
+	uskb_pktgen_rx_free(rx);
+	uskb_dev_close(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_FRAGS = 256, O_RATE, O_RATEP, O_DURATION, O_SEED, O_IMIX, O_JSON, O_SCRIPT,
-	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE, O_VETH };
+	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE, O_VETH, O_RX };
 	static const struct option longopts[] = {
 		{ "frags", required_argument, NULL, O_FRAGS },
 		{ "rate", required_argument, NULL, O_RATE },
@@ -626,6 +759,7 @@ int main(int argc, char **argv)
 		{ "no-pin", no_argument, NULL, O_NOPIN },
 		{ "dry-run", no_argument, NULL, O_DRYRUN },
 		{ "veth", no_argument, NULL, O_VETH },
+		{ "rx", required_argument, NULL, O_RX },
 		{ "print-range", required_argument, NULL, O_RANGE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -633,7 +767,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dev = NULL, *dst = NULL, *dst_mac = "90:e2:ba:ff:ff:ff", *port = NULL,
-		   *imix = NULL, *script = NULL, *range_of = NULL;
+		   *imix = NULL, *script = NULL, *range_of = NULL, *rx_dev = NULL;
 	unsigned long size = 60, threads = 1, first = 0, clone = 0, burst = 1, frags = 0;
 	unsigned long long count = 100000, delay = 0;
 	bool count_set = false, ip6 = false, csum = false, debug = false, have_frags = false,
@@ -684,6 +818,7 @@ int main(int argc, char **argv)
 		case O_DRYRUN: dry_run = 1; break;
 		case O_RANGE: range_of = optarg; break;
 		case O_VETH: use_veth = true; break;
+		case O_RX: rx_dev = optarg; break;
 		case O_VERSION: printf("uskb-pktgen %s (pktgen 2.75 command language)\n", VERSION); return 0;
 		default: usage(stderr); return 1;
 		}
@@ -700,6 +835,11 @@ int main(int argc, char **argv)
 		}
 		printf("%s %s\n", lo, hi);
 		return 0;
+	}
+	if (rx_dev) {
+		if (dev || script || use_veth)
+			die_usage("%s", "--rx receives on its own device: no -i, --script or --veth");
+		return rx_main(rx_dev, count_set ? count : 0);
 	}
 	if (dry_run && !script)
 		die_usage("%s", "--dry-run goes with --script");

@@ -12,8 +12,15 @@
  *   "pcap:FILE"   writes each frame — head, frags and frag_list — to a
  *                 classic pcap file (Ethernet, microsecond timestamps);
  *   "packet:IFNAME[:mmsg]"  a real interface through AF_PACKET (TX ring
- *                 with qdisc bypass, or sendmmsg); a bare interface name
- *                 means the same (docs/devices.md).
+ *                 with qdisc bypass, or sendmmsg; a TPACKET_V3 ring to
+ *                 receive); a bare interface name means the same
+ *                 (docs/devices.md).
+ *
+ * Receiving (uskb_dev_rx) is zero-copy where it pays: a frame longer than
+ * uskb_zerocopy_min_len() becomes an skb whose head holds the first
+ * USKB_ZC_GOODCOPY_LEN bytes and whose frag points into the memory the
+ * kernel wrote it to (a ring block); that memory goes back to the kernel
+ * when the last skb on it is freed. Shorter frames are copied whole.
  */
 
 #include "common.h"
@@ -45,6 +52,11 @@ struct uskb_dev_stats {
 	uint64_t tx_bytes;
 	uint64_t tx_dropped;
 	uint64_t tx_busy;
+	uint64_t rx_packets;
+	uint64_t rx_bytes;
+	uint64_t rx_dropped;  /**< lost by the kernel: its ring was full */
+	uint64_t rx_copied;   /**< frames copied whole (shorter than the copy break) */
+	uint64_t rx_orphaned; /**< ring blocks copied out: skbs held past the patience */
 };
 
 struct uskb_dev;
@@ -62,6 +74,13 @@ struct uskb_dev_ops {
 	 * xmit_more). Callers flush before they wait and when they stop.
 	 */
 	void (*flush)(struct uskb_dev *dev, unsigned int queue);
+	/**
+	 * Optional: receive up to @max skbs from @queue, waiting up to
+	 * @timeout_ms (0: do not wait, -1: forever) when none is ready.
+	 * Returns how many, or -errno.
+	 */
+	int (*rx)(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
+		  int timeout_ms);
 };
 
 struct uskb_dev {
@@ -72,6 +91,14 @@ struct uskb_dev {
 	unsigned int nqueues;
 	uint8_t mac[6];
 	struct uskb_dev_stats stats;
+	/**
+	 * How long a received skb may keep the kernel's memory (ms, default
+	 * 100): past it — or when half the ring is held — the memory is
+	 * copied out (orphaned) and given back; the skbs on it do not notice.
+	 * Checked while receiving. A pointer into a frag's memory is good for
+	 * the patience only: keep the skb, not the pointer.
+	 */
+	unsigned int rx_patience_ms;
 	void *priv;
 };
 
@@ -92,6 +119,18 @@ USKB_API void uskb_dev_close(struct uskb_dev *dev);
  */
 USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs,
 			   int n, int *res);
+
+/**
+ * Receive up to @max skbs from @queue of @dev, waiting up to @timeout_ms
+ * (0: return at once, -1: no limit) when none is ready. The first call
+ * starts receiving (sets up the ring). Each skb is the caller's, its
+ * mac_header at the Ethernet header, protocol set, tstamp the kernel's
+ * receive time (CLOCK_REALTIME ns) where the device has one. Returns how
+ * many (0 on timeout, or -EINTR when a signal arrived), -EOPNOTSUPP for a
+ * device that cannot receive, or another -errno.
+ */
+USKB_API int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
+			 int timeout_ms);
 
 /** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
 USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);

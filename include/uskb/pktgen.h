@@ -122,6 +122,46 @@ struct uskb_pktgen_stats {
 USKB_API int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 				   struct uskb_pktgen_stats *st);
 
+/* ---- the receiving side: counting pktgen's packets ---- */
+
+/**
+ * A receiver of pktgen packets (uskb-pktgen --rx): it finds the pktgen
+ * header (magic, sequence number, send time) behind Ethernet, VLAN/SVLAN
+ * tags or MPLS labels, IPv4 or IPv6 and UDP, and keeps per stream — a
+ * source MAC and source IP address — the count, the sequence numbers never
+ * seen (lost), those that came after a higher one (reordered) and those
+ * seen twice (duplicates, within the last 65536), plus a latency histogram
+ * (arrival minus the header's send time; sender and receiver must share a
+ * clock). Packets sent with clone_skb or burst repeat their number: they
+ * count as duplicates. Not thread-safe: one receiver per thread.
+ */
+struct uskb_pktgen_rx;
+
+struct uskb_pktgen_rx_stats {
+	uint64_t packets, bytes; /**< pktgen packets (bytes of the frames) */
+	uint64_t other;		 /**< frames that were not pktgen's */
+	uint64_t lost;		 /**< numbers missing below each stream's highest */
+	uint64_t reordered;	 /**< arrived after a higher number */
+	uint64_t duplicates;
+	unsigned int streams;	 /**< distinct senders (more than 256 are counted together) */
+	uint64_t lat_samples;	 /**< packets with a send time (no NO_TIMESTAMP) */
+	/** latency in ns: exact min and max; percentiles within 1/16 (a histogram) */
+	uint64_t lat_min, lat_p50, lat_p99, lat_p999, lat_max;
+};
+
+/** NULL + errno (ENOMEM). */
+USKB_API struct uskb_pktgen_rx *uskb_pktgen_rx_new(void);
+USKB_API void uskb_pktgen_rx_free(struct uskb_pktgen_rx *rx);
+/**
+ * Count one received frame (the skb stays the caller's). Its arrival time
+ * is skb->tstamp (CLOCK_REALTIME ns) or, when 0, @now_ns. Returns true when
+ * it was a pktgen packet.
+ */
+USKB_API bool uskb_pktgen_rx_count(struct uskb_pktgen_rx *rx, const struct uskb *skb,
+				   uint64_t now_ns);
+USKB_API void uskb_pktgen_rx_stats(const struct uskb_pktgen_rx *rx,
+				   struct uskb_pktgen_rx_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiving side of pktgen: find the pktgen header in a frame, count
+ * per stream, tell lost, reordered and duplicate sequence numbers apart,
+ * and keep a latency histogram.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "uskb/pktgen.h"
+
+#define PGH_MAGIC 0xbe9be955u
+#define MAX_STREAMS 256
+#define WINDOW 65536u /* sequence numbers remembered behind the highest */
+#define LAT_BUCKETS (61 * 16)
+
+struct stream {
+	uint8_t key[22]; /* source MAC + source address (IPv4 in the first 4 of 16) */
+	bool used;
+	uint32_t first, max;
+	uint64_t unique;
+	uint64_t *seen; /* WINDOW bits, seq % WINDOW */
+};
+
+struct uskb_pktgen_rx {
+	struct uskb_pktgen_rx_stats st;
+	struct stream streams[MAX_STREAMS];
+	uint64_t lat[LAT_BUCKETS];
+};
+
+struct uskb_pktgen_rx *uskb_pktgen_rx_new(void)
+{
+	struct uskb_pktgen_rx *rx = calloc(1, sizeof(*rx));
+
+	if (!rx)
+		return NULL;
+	rx->st.lat_min = UINT64_MAX;
+	return rx;
+}
+
+void uskb_pktgen_rx_free(struct uskb_pktgen_rx *rx)
+{
+	if (!rx)
+		return;
+	for (int i = 0; i < MAX_STREAMS; i++)
+		free(rx->streams[i].seen);
+	free(rx);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * The offset of the pktgen header in @f (@len bytes), and the stream key;
+ * -1 when this is not a pktgen packet.
+ */
+static int find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22])
+{
+	unsigned int off = 12, type;
+	int tags = 0;
+
+	if (len < 14)
+		return -1;
+	memset(key, 0, 22);
+	memcpy(key, f + 6, 6);
+	type = (unsigned int)f[12] << 8 | f[13];
+	off = 14;
+	while ((type == 0x8100 || type == 0x88a8) && tags++ < 2) {
+		if (len < off + 4)
+			return -1;
+		type = (unsigned int)f[off + 2] << 8 | f[off + 3];
+		off += 4;
+	}
+	if (type == 0x8847 || type == 0x8848) {
+		/* MPLS: labels up to the bottom of the stack, then IP by its version */
+		for (int i = 0;; i++) {
+			if (i == 16 || len < off + 4)
+				return -1;
+			off += 4;
+			if (f[off - 2] & 1)
+				break;
+		}
+		if (len < off + 1)
+			return -1;
+		type = (f[off] >> 4) == 6 ? 0x86dd : 0x0800;
+	}
+	if (type == 0x0800) {
+		unsigned int ihl;
+
+		if (len < off + 20 || (f[off] >> 4) != 4 || f[off + 9] != 17)
+			return -1;
+		if (((unsigned int)f[off + 6] << 8 | f[off + 7]) & 0x1fff) /* a later fragment */
+			return -1;
+		ihl = (f[off] & 15u) * 4;
+		memcpy(key + 6, f + off + 12, 4);
+		off += ihl;
+	} else if (type == 0x86dd) {
+		if (len < off + 40 || (f[off] >> 4) != 6 || f[off + 6] != 17)
+			return -1;
+		memcpy(key + 6, f + off + 8, 16);
+		off += 40;
+	} else {
+		return -1;
+	}
+	off += 8; /* UDP */
+	if (len < off + 16 || be32(f + off) != PGH_MAGIC)
+		return -1;
+	return (int)off;
+}
+
+static struct stream *find_stream(struct uskb_pktgen_rx *rx, const uint8_t key[22])
+{
+	unsigned int h = 2166136261u, i;
+
+	for (i = 0; i < 22; i++)
+		h = (h ^ key[i]) * 16777619u;
+	for (i = 0; i < MAX_STREAMS; i++) {
+		struct stream *s = &rx->streams[(h + i) % MAX_STREAMS];
+
+		if (s->used && !memcmp(s->key, key, 22))
+			return s;
+		if (!s->used) {
+			s->seen = calloc(WINDOW / 64, sizeof(uint64_t));
+			if (!s->seen)
+				return NULL;
+			s->used = true;
+			memcpy(s->key, key, 22);
+			rx->st.streams++;
+			return s;
+		}
+	}
+	return NULL; /* full: counted, not followed */
+}
+
+static bool test_and_set(struct stream *s, uint32_t seq)
+{
+	uint64_t bit = 1ull << (seq % 64), *w = &s->seen[(seq % WINDOW) / 64];
+	bool was = *w & bit;
+
+	*w |= bit;
+	return was;
+}
+
+static void track(struct uskb_pktgen_rx *rx, struct stream *s, uint32_t seq)
+{
+	if (!s->unique) {
+		s->first = s->max = seq;
+		s->unique = 1;
+		test_and_set(s, seq);
+		return;
+	}
+	if (seq > s->max) {
+		if (seq - s->max >= WINDOW) {
+			memset(s->seen, 0, WINDOW / 8);
+		} else {
+			for (uint32_t q = s->max + 1; q != seq; q++)
+				s->seen[(q % WINDOW) / 64] &= ~(1ull << (q % 64));
+		}
+		s->max = seq;
+		test_and_set(s, seq);
+		s->unique++;
+		return;
+	}
+	if (s->max - seq < WINDOW && test_and_set(s, seq)) {
+		rx->st.duplicates++;
+		return;
+	}
+	/* later than a higher number (or too late to tell a repeat from it) */
+	rx->st.reordered++;
+	s->unique++;
+	if (seq < s->first)
+		s->first = seq;
+}
+
+static unsigned int lat_bucket(uint64_t v)
+{
+	unsigned int msb;
+
+	if (v < 16)
+		return (unsigned int)v;
+	msb = 63u - (unsigned int)__builtin_clzll(v);
+	return (msb - 3) * 16 + (unsigned int)((v >> (msb - 4)) & 15);
+}
+
+/* the middle of a bucket */
+static uint64_t lat_value(unsigned int b)
+{
+	unsigned int msb = b / 16 + 3;
+
+	if (b < 16)
+		return b;
+	return ((16ull + b % 16) << (msb - 4)) + ((1ull << (msb - 4)) >> 1);
+}
+
+bool uskb_pktgen_rx_count(struct uskb_pktgen_rx *rx, const struct uskb *skb, uint64_t now_ns)
+{
+	uint8_t f[128 + 16], key[22];
+	unsigned int len = skb->len < sizeof(f) ? skb->len : (unsigned int)sizeof(f);
+	struct stream *s;
+	uint64_t sent, arrived;
+	int off;
+
+	if (uskb_copy_bits(skb, 0, f, (int)len) || (off = find_pgh(f, len, key)) < 0) {
+		rx->st.other++;
+		return false;
+	}
+	rx->st.packets++;
+	rx->st.bytes += skb->len;
+	s = find_stream(rx, key);
+	if (s)
+		track(rx, s, be32(f + off + 4));
+	sent = (uint64_t)be32(f + off + 8) * 1000000000ull + (uint64_t)be32(f + off + 12) * 1000ull;
+	if (sent) {
+		uint64_t l;
+
+		arrived = skb->tstamp ? skb->tstamp : now_ns;
+		l = arrived > sent ? arrived - sent : 0; /* the send time is cut to µs */
+		rx->st.lat_samples++;
+		rx->lat[lat_bucket(l)]++;
+		if (l < rx->st.lat_min)
+			rx->st.lat_min = l;
+		if (l > rx->st.lat_max)
+			rx->st.lat_max = l;
+	}
+	return true;
+}
+
+static uint64_t percentile(const struct uskb_pktgen_rx *rx, double q)
+{
+	uint64_t want = (uint64_t)((double)rx->st.lat_samples * q), sum = 0;
+
+	if (want >= rx->st.lat_samples)
+		want = rx->st.lat_samples - 1;
+	for (unsigned int b = 0; b < LAT_BUCKETS; b++) {
+		sum += rx->lat[b];
+		if (sum > want) {
+			uint64_t v = lat_value(b);
+
+			/* never outside what was seen */
+			return v < rx->st.lat_min ? rx->st.lat_min : v > rx->st.lat_max ? rx->st.lat_max : v;
+		}
+	}
+	return rx->st.lat_max;
+}
+
+void uskb_pktgen_rx_stats(const struct uskb_pktgen_rx *rx, struct uskb_pktgen_rx_stats *st)
+{
+	*st = rx->st;
+	st->lost = 0;
+	for (int i = 0; i < MAX_STREAMS; i++) {
+		const struct stream *s = &rx->streams[i];
+		uint64_t span = (uint64_t)s->max - s->first + 1;
+
+		if (s->used && span > s->unique)
+			st->lost += span - s->unique;
+	}
+	if (!st->lat_samples) {
+		st->lat_min = 0;
+		return;
+	}
+	st->lat_p50 = percentile(rx, 0.50);
+	st->lat_p99 = percentile(rx, 0.99);
+	st->lat_p999 = percentile(rx, 0.999);
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Zero-copy receive out of a kernel-shared region (a TPACKET_V3 ring's
+ * blocks, an AF_XDP UMEM's frames): the rule of seed 000's user buffers
+ * applied to RX rings.
+ *
+ * The region is cut into slots (a ring block, a UMEM frame). When the
+ * kernel hands a slot over, its unit — a ubuf and a page descriptor over
+ * the slot's memory — is opened: the device holds the ubuf's first
+ * reference while it walks the slot, every skb built on it holds one more
+ * (a frag on the descriptor, MANAGED_FRAG_REFS). The last reference gone
+ * gives the slot back to the kernel (the owner's give_back), from
+ * whichever thread dropped it.
+ *
+ * Patience: a slot still referenced long after the device finished with it
+ * (or while too few are left to the kernel) is copied into a private block
+ * and its descriptor switched to the copy, so every skb on it — clones
+ * included — keeps correct data while the kernel has its memory back. The
+ * orphaned unit lives on alone until its last skb is freed; the slot gets
+ * a new one. Orphaning happens on the receiving thread, inside rx.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "rxzc.h"
+
+enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED };
+
+uint64_t rxzc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void unit_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct rxzc_unit *u = (struct rxzc_unit *)uarg;
+	struct rxzc *zc = u->zc;
+
+	(void)skb;
+	(void)success;
+	if (atomic_load_explicit(&u->state, memory_order_acquire) == UNIT_ORPHANED) {
+		/* alone since the copy: the kernel had the memory back then */
+		uskb_page_put(u->copy);
+		free(u);
+		return;
+	}
+	if (!atomic_load_explicit(&zc->dead, memory_order_acquire))
+		zc->give_back(zc, u->idx);
+	/* release, and the last touch: the receiving thread may reopen (or close) now */
+	atomic_store_explicit(&u->state, UNIT_FREE, memory_order_release);
+}
+
+static const struct uskb_ubuf_ops unit_ops = { .complete = unit_complete };
+
+static struct rxzc_unit *unit_new(struct rxzc *zc, unsigned int i)
+{
+	struct rxzc_unit *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->zc = zc;
+	u->idx = i;
+	atomic_init(&u->page.refcount, 1); /* the unit's own; never dropped */
+	u->page.flags = USKB_PG_EXTERNAL | USKB_PG_READONLY;
+	u->page.order = (uint8_t)zc->order;
+	u->page.node = USKB_NO_NODE;
+	u->page.addr = zc->addr_of(zc->owner, i);
+	atomic_init(&u->state, UNIT_FREE);
+	return u;
+}
+
+struct rxzc *rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(void *, unsigned int),
+			 void (*give_back)(struct rxzc *, unsigned int), void *owner)
+{
+	struct rxzc *zc = calloc(1, sizeof(*zc) + (size_t)n * sizeof(zc->slot[0]));
+	unsigned int i;
+
+	if (!zc)
+		return NULL;
+	zc->n = n;
+	zc->order = order;
+	zc->give_back = give_back;
+	zc->owner = owner;
+	zc->addr_of = addr_of;
+	zc->patience_ns = 100 * 1000000ull;
+	zc->copybreak = USKB_ZC_MIN_LEN;
+	for (i = 0; i < n; i++) {
+		zc->slot[i] = unit_new(zc, i);
+		if (!zc->slot[i]) {
+			while (i--)
+				free(zc->slot[i]);
+			free(zc);
+			return NULL;
+		}
+	}
+	return zc;
+}
+
+bool rxzc_busy(const struct rxzc *zc, unsigned int i)
+{
+	return atomic_load_explicit(&zc->slot[i]->state, memory_order_acquire) != UNIT_FREE;
+}
+
+void rxzc_open(struct rxzc *zc, unsigned int i)
+{
+	struct rxzc_unit *u = zc->slot[i];
+
+	if (uskb_unlikely(atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_FREE))
+		uskb_bug("rxzc_open", NULL, "slot %u of %u is still in use", i, zc->n);
+	uskb_ubuf_init(&u->ubuf, &unit_ops, USKB_SKBFL_ZEROCOPY_FRAG);
+	atomic_store_explicit(&u->state, UNIT_OPEN, memory_order_relaxed);
+}
+
+struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len)
+{
+	struct rxzc_unit *u = zc->slot[i];
+	unsigned int head = len < zc->copybreak ? len : USKB_ZC_GOODCOPY_LEN;
+	struct uskb *skb = uskb_dev_alloc(head);
+	struct uskb_shared_info *sh;
+
+	if (!skb)
+		return NULL;
+	uskb_put_data(skb, data, head);
+	if (head == len) {
+		zc->copied++;
+		return skb;
+	}
+	/* the rest stays where the kernel put it: a frag on the unit's descriptor */
+	sh = uskb_shinfo(skb);
+	uskb_frag_fill_page_desc(&sh->frags[0], &u->page,
+				 (int)((const char *)data + head - (const char *)u->page.addr),
+				 (int)(len - head));
+	sh->nr_frags = 1;
+	skb->len += len - head;
+	skb->data_len += len - head;
+	uskb_zcopy_set(skb, &u->ubuf, NULL);
+	sh->flags |= USKB_SKBFL_MANAGED_FRAG_REFS | USKB_SKBFL_SHARED_FRAG;
+	return skb;
+}
+
+void rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now)
+{
+	struct rxzc_unit *u = zc->slot[i];
+
+	u->held_since = now;
+	atomic_store_explicit(&u->state, UNIT_HELD, memory_order_release);
+	uskb_zcopy_put(&u->ubuf); /* the device's reference: maybe the last */
+}
+
+/* A reference, unless the unit completed meanwhile. */
+static bool unit_tryget(struct rxzc_unit *u)
+{
+	int c = atomic_load_explicit(&u->ubuf.refcnt, memory_order_relaxed);
+
+	while (c > 0)
+		if (atomic_compare_exchange_weak_explicit(&u->ubuf.refcnt, &c, c + 1,
+							  memory_order_acquire, memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/*
+ * Copy slot i out of the kernel's memory if skbs still hold it, detach its
+ * unit and give the slot a fresh one (@replace; not when closing). False
+ * when out of memory.
+ */
+static bool orphan(struct rxzc *zc, unsigned int i, bool replace)
+{
+	struct rxzc_unit *u = zc->slot[i], *fresh = NULL;
+	struct uskb_page *copy;
+	int state = atomic_load_explicit(&u->state, memory_order_acquire);
+
+	if (state == UNIT_FREE || !unit_tryget(u))
+		return true; /* nobody holds it (a completion may be finishing) */
+	copy = uskb_page_alloc(zc->order);
+	if (replace && copy)
+		fresh = unit_new(zc, i);
+	if (!copy || (replace && !fresh)) {
+		if (copy)
+			uskb_page_put(copy);
+		uskb_zcopy_put(&u->ubuf);
+		return false;
+	}
+	memcpy(uskb_page_address(copy), u->page.addr, (size_t)USKB_PAGE_SIZE << zc->order);
+	u->copy = copy;
+	/* release: a reader that sees the new address sees the copied bytes */
+	__atomic_store_n(&u->page.addr, uskb_page_address(copy), __ATOMIC_RELEASE);
+	atomic_store_explicit(&u->ubuf.copied, true, memory_order_relaxed);
+	/* with our reference held nobody completes it meanwhile */
+	atomic_store_explicit(&u->state, UNIT_ORPHANED, memory_order_release);
+	u->zc = NULL;
+	if (fresh)
+		zc->slot[i] = fresh;
+	if (replace && !atomic_load_explicit(&zc->dead, memory_order_acquire))
+		zc->give_back(zc, i);
+	zc->orphaned++;
+	if (state == UNIT_OPEN)
+		uskb_zcopy_put(&u->ubuf); /* the device's: it is done with the slot too */
+	uskb_zcopy_put(&u->ubuf);
+	return true;
+}
+
+void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
+{
+	unsigned int i, out = 0;
+
+	for (i = 0; i < zc->n; i++)
+		out += rxzc_busy(zc, i);
+	if (!out)
+		return;
+	for (i = 0; i < zc->n; i++) {
+		struct rxzc_unit *u = zc->slot[i];
+
+		if (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_HELD)
+			continue;
+		if (zc->n - out < min_free || now - u->held_since >= zc->patience_ns) {
+			if (!orphan(zc, i, true))
+				break;
+			out--;
+		}
+	}
+}
+
+void rxzc_destroy(struct rxzc *zc)
+{
+	unsigned int i;
+
+	if (!zc)
+		return;
+	/* the kernel's memory goes away with the caller: every slot still out is copied */
+	atomic_store_explicit(&zc->dead, true, memory_order_seq_cst);
+	for (i = 0; i < zc->n; i++) {
+		struct rxzc_unit *u = zc->slot[i];
+
+		if (!orphan(zc, i, false))
+			uskb_bug("rxzc_destroy", NULL,
+				 "no memory to copy out a received block still in use");
+		if (u->zc) {
+			/* not orphaned: free, or a completion elsewhere is finishing with it */
+			while (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_FREE)
+				sched_yield();
+			free(u);
+		}
+	}
+	free(zc);
+}

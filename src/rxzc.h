@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* Zero-copy receive out of a kernel-shared region (rxzc.c). Internal. */
+#ifndef USKB_RXZC_H
+#define USKB_RXZC_H
+
+#include <stdatomic.h>
+#include "uskb/uskb.h"
+
+#define __rxzc __attribute__((visibility("hidden")))
+
+struct rxzc;
+
+/* One hand-over of a slot's memory: a ubuf and a page descriptor over it. */
+struct rxzc_unit {
+	struct uskb_ubuf ubuf;	/* first: the completion finds the unit from it */
+	struct uskb_page page;	/* over the slot's memory, or the copy of it */
+	struct rxzc *zc;	/* NULL once orphaned: the unit lives on alone */
+	struct uskb_page *copy;
+	uint64_t held_since;	/* when the device let go of it */
+	atomic_int state;
+	unsigned int idx;
+};
+
+struct rxzc {
+	atomic_bool dead;	/* the owner is closing: nothing goes back */
+	unsigned int n, order;
+	unsigned int copybreak; /* frames shorter than this are copied whole */
+	uint64_t patience_ns;
+	uint64_t copied, orphaned; /* receiving thread only */
+	void (*give_back)(struct rxzc *zc, unsigned int idx);
+	void *owner;
+	void *(*addr_of)(void *owner, unsigned int idx);
+	struct rxzc_unit *slot[]; /* changed by the receiving thread only */
+};
+
+__rxzc uint64_t rxzc_now(void);
+/* n slots of 4 KiB << order; addr_of(owner, i) is slot i's memory */
+__rxzc struct rxzc *rxzc_create(unsigned int n, unsigned int order,
+				void *(*addr_of)(void *, unsigned int),
+				void (*give_back)(struct rxzc *, unsigned int), void *owner);
+/* slot i's memory is still out (with skbs): the kernel cannot have it yet */
+__rxzc bool rxzc_busy(const struct rxzc *zc, unsigned int i);
+/* the kernel handed slot i over: the device walks it */
+__rxzc void rxzc_open(struct rxzc *zc, unsigned int i);
+/* an skb for the frame at data (inside slot i): copied below copybreak, else a frag */
+__rxzc struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len);
+/* the device is through with slot i: it goes back once its skbs are gone */
+__rxzc void rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now);
+/* copy out slots held past the patience, or while fewer than min_free are not out */
+__rxzc void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free);
+/* copy out everything still held; after it nothing touches the region */
+__rxzc void rxzc_destroy(struct rxzc *zc);
+
+#endif
