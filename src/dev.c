@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,15 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 		errno = -err;
 		return NULL;
 	}
+	dev->qstats = aligned_alloc(64, dev->nqueues * sizeof(*dev->qstats));
+	if (!dev->qstats) {
+		if (dev->ops->close)
+			dev->ops->close(dev);
+		free(dev);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(dev->qstats, 0, dev->nqueues * sizeof(*dev->qstats));
 	return dev;
 }
 
@@ -192,13 +202,16 @@ void uskb_dev_close(struct uskb_dev *dev)
 		return;
 	if (dev->ops->close)
 		dev->ops->close(dev);
+	free(dev->qstats);
 	free(dev);
 }
 
 int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
 {
-	int local[64], i, sent = 0, done = 0;
+	int local[64], i, ok = 0, dropped = 0, done = 0;
 	unsigned int lens[64];
+	struct uskb_dev_stats *q;
+	uint64_t bytes = 0;
 
 	if (uskb_unlikely(queue >= dev->nqueues))
 		uskb_bug("dev_xmit", NULL, "%s has no queue %u", dev->name, queue);
@@ -218,23 +231,28 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		dev->ops->xmit(dev, queue, skbs + done, k, r);
 		for (i = 0; i < k; i++) {
 			if (r[i] == USKB_XMIT_OK) {
-				sent++;
-				dev->stats.tx_packets++;
-				dev->stats.tx_bytes += lens[i];
+				ok++;
+				bytes += lens[i];
 			} else if (r[i] == USKB_XMIT_DROP) {
-				dev->stats.tx_dropped++;
-			} else {
-				dev->stats.tx_busy++;
+				dropped++;
 			}
 		}
 		done += k;
 	}
-	return sent;
+	if (uskb_unlikely(!dev->qstats)) /* a device built by hand, without counters */
+		return ok;
+	q = &dev->qstats[queue];
+	dev_stat_add(&q->tx_packets, (uint64_t)ok);
+	dev_stat_add(&q->tx_bytes, bytes);
+	dev_stat_add(&q->tx_dropped, (uint64_t)dropped);
+	dev_stat_add(&q->tx_busy, (uint64_t)(n - ok - dropped));
+	return ok;
 }
 
 int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
 		int timeout_ms)
 {
+	uint64_t bytes = 0;
 	int n, i;
 
 	if (!dev->ops->rx)
@@ -244,11 +262,31 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 	if (max <= 0)
 		return 0;
 	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);
-	for (i = 0; i < n; i++) {
-		dev->stats.rx_packets++;
-		dev->stats.rx_bytes += skbs[i]->len;
+	for (i = 0; i < n; i++)
+		bytes += skbs[i]->len;
+	if (n > 0 && dev->qstats) {
+		dev_stat_add(&dev->qstats[queue].rx_packets, (uint64_t)n);
+		dev_stat_add(&dev->qstats[queue].rx_bytes, bytes);
 	}
 	return n;
+}
+
+void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct uskb_dev_stats *st)
+{
+	unsigned int q = queue < 0 ? 0 : (unsigned int)queue;
+	unsigned int end = queue < 0 ? dev->nqueues : q + 1;
+
+	memset(st, 0, sizeof(*st));
+	if (end > dev->nqueues || !dev->qstats)
+		return;
+	for (; q < end; q++) {
+		const uint64_t *from = (const uint64_t *)&dev->qstats[q];
+		uint64_t *to = (uint64_t *)st;
+
+		/* relaxed loads: each counter has one writer, and a moment's figure is enough */
+		for (size_t i = 0; i < offsetof(struct uskb_dev_stats, rx_orphaned) / 8 + 1; i++)
+			to[i] += __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+	}
 }
 
 void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)

@@ -426,7 +426,7 @@ static void rx_stats(struct uskb_dev *dev, struct packet_priv *p)
 
 	/* reading resets the kernel's counters */
 	if (!getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
-		dev->stats.rx_dropped += st.tp_drops;
+		dev_stat_add(&dev->qstats[0].rx_dropped, st.tp_drops);
 }
 
 static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
@@ -492,7 +492,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				memcpy(&skb->protocol, skb->data + 12, 2);
 			skbs[n++] = skb;
 		} else {
-			dev->stats.rx_dropped++;
+			dev_stat_add(&dev->qstats[0].rx_dropped, 1);
 		}
 		p->rx_pkt = (struct tpacket3_hdr *)((char *)h + h->tp_next_offset);
 		if (!--p->rx_left) {
@@ -502,8 +502,8 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		}
 	}
 	rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
-	dev->stats.rx_copied = p->zc->copied;
-	dev->stats.rx_orphaned = p->zc->orphaned;
+	__atomic_store_n(&dev->qstats[0].rx_copied, p->zc->copied, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->qstats[0].rx_orphaned, p->zc->orphaned, __ATOMIC_RELAXED);
 	return n;
 }
 

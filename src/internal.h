@@ -59,6 +59,15 @@ static inline void uskb_mem_handed_out(void *p, size_t n)
 #endif
 }
 
+/*
+ * A device counter: one writer (the queue's thread), readers anywhere. A
+ * relaxed load and store, no read-modify-write: as cheap as a plain add.
+ */
+static inline void dev_stat_add(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
 /* ---- fault injection (uskb_fault_inject) ---- */
 
 extern atomic_long __uskb_fault_countdown __hidden;

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include "t.h"
 
+#define dev_stat(d, f) ({ struct uskb_dev_stats _s; uskb_dev_get_stats((d), -1, &_s); _s.f; })
+
 /* ---- a recording device ---- */
 
 static struct {
@@ -62,8 +64,11 @@ static const struct uskb_dev_ops rec_ops = { .type = "rec", .xmit = rec_xmit };
 static struct uskb_dev *rec_dev(void)
 {
 	static struct uskb_dev dev;
+	static struct uskb_dev_stats qstats[1];
 
 	memset(&dev, 0, sizeof(dev));
+	memset(qstats, 0, sizeof(qstats));
+	dev.qstats = qstats;
 	snprintf(dev.name, sizeof(dev.name), "rec");
 	dev.ops = &rec_ops;
 	dev.features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
@@ -378,7 +383,7 @@ static void test_threads(void)
 	cmd_ok(pg, "nulldev@1", "clone_skb 100");
 	cmd_ok(pg, "nulldev@0", "frags 2");
 	cmd_ok(pg, "pgctrl", "start");
-	CHECK_EQ(dev->stats.tx_packets, 50000);
+	CHECK_EQ(dev_stat(dev, tx_packets), 50000);
 	CHECK_EQ(uskb_pktgen_dev_stats(pg, 0, NULL, 0, &st), 0);
 	CHECK_EQ(st.sofar, 20000);
 	CHECK_EQ(uskb_pktgen_dev_stats(pg, 1, NULL, 0, &st), 0);

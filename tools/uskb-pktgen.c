@@ -637,9 +637,10 @@ static double mono_s(void)
 static void rx_report(const char *spec, struct uskb_dev *d, struct uskb_pktgen_rx *rx, double secs)
 {
 	struct uskb_pktgen_rx_stats st;
-	const struct uskb_dev_stats *ds = &d->stats;
+	struct uskb_dev_stats dst, *ds = &dst;
 	double pps;
 
+	uskb_dev_get_stats(d, -1, ds);
 	uskb_pktgen_rx_stats(rx, &st);
 	pps = secs > 0 ? (double)st.packets / secs : 0;
 	if (json) {

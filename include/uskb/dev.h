@@ -57,7 +57,7 @@ struct uskb_dev_stats {
 	uint64_t rx_dropped;  /**< lost by the kernel: its ring was full */
 	uint64_t rx_copied;   /**< frames copied whole (shorter than the copy break) */
 	uint64_t rx_orphaned; /**< ring blocks copied out: skbs held past the patience */
-};
+} __attribute__((aligned(64))); /* one per queue, each on its own cache lines */
 
 struct uskb_dev;
 
@@ -90,7 +90,13 @@ struct uskb_dev {
 	unsigned int mtu;  /**< largest frame without the Ethernet header */
 	unsigned int nqueues;
 	uint8_t mac[6];
-	struct uskb_dev_stats stats;
+	/**
+	 * Counters, one set per queue (nqueues): each is written only by the
+	 * thread using that queue. Read them with uskb_dev_get_stats(). A
+	 * device set up by hand (not by uskb_dev_open) may leave it NULL: it
+	 * then has no counters.
+	 */
+	struct uskb_dev_stats *qstats;
 	/**
 	 * How long a received skb may keep the kernel's memory (ms, default
 	 * 100): past it — or when half the ring is held — the memory is
@@ -101,6 +107,12 @@ struct uskb_dev {
 	unsigned int rx_patience_ms;
 	void *priv;
 };
+
+/**
+ * Threads: a queue is used by one thread at a time (transmit, flush and
+ * receive on it); different queues of one device may be used by different
+ * threads at once.
+ */
 
 /**
  * Open a device from its spec ("null", "pcap:FILE"). NULL + errno (EINVAL
@@ -131,6 +143,13 @@ USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb
  */
 USKB_API int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
 			 int timeout_ms);
+
+/**
+ * The counters of @queue, or the sum over all queues when @queue < 0. May
+ * be called while other threads use the device (the figures are then a
+ * moment's).
+ */
+USKB_API void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct uskb_dev_stats *st);
 
 /** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
 USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);

@@ -79,7 +79,7 @@ struct pg_netdev {
 	struct uskb_dev *dev;
 	bool owned; /* opened by us from a spec: closed with the last user */
 	int users;
-	pthread_mutex_t txlock; /* HARD_TX_LOCK, taken when users > 1 */
+	pthread_mutex_t *txlock; /* HARD_TX_LOCK per queue, taken when users > 1 */
 };
 
 struct pg_thread;
@@ -1286,26 +1286,46 @@ static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sof
 	}
 }
 
-/* HARD_TX_LOCK: only a device shared by several names needs it */
-static void tx_lock(struct pg_netdev *nd)
+static int locks_init(struct pg_netdev *nd)
 {
-	if (nd->users > 1)
-		pthread_mutex_lock(&nd->txlock);
+	nd->txlock = calloc(nd->dev->nqueues, sizeof(*nd->txlock));
+	if (!nd->txlock)
+		return -ENOMEM;
+	for (unsigned int q = 0; q < nd->dev->nqueues; q++)
+		pthread_mutex_init(&nd->txlock[q], NULL);
+	return 0;
 }
 
-static void tx_unlock(struct pg_netdev *nd)
+static void locks_free(struct pg_netdev *nd)
+{
+	for (unsigned int q = 0; nd->txlock && q < nd->dev->nqueues; q++)
+		pthread_mutex_destroy(&nd->txlock[q]);
+	free(nd->txlock);
+}
+
+/*
+ * HARD_TX_LOCK: a lock per queue, and only a device shared by several
+ * names needs it (threads on different queues do not wait for each other).
+ */
+static void tx_lock(struct pg_netdev *nd, unsigned int queue)
 {
 	if (nd->users > 1)
-		pthread_mutex_unlock(&nd->txlock);
+		pthread_mutex_lock(&nd->txlock[queue]);
+}
+
+static void tx_unlock(struct pg_netdev *nd, unsigned int queue)
+{
+	if (nd->users > 1)
+		pthread_mutex_unlock(&nd->txlock[queue]);
 }
 
 static void dev_flush(struct pg_dev *d)
 {
 	if (!d->nd->dev->ops->flush)
 		return;
-	tx_lock(d->nd);
+	tx_lock(d->nd, d->cur_queue_map);
 	uskb_dev_flush(d->nd->dev, d->cur_queue_map);
-	tx_unlock(d->nd);
+	tx_unlock(d->nd, d->cur_queue_map);
 }
 
 /* pktgen_stop_device() + show_results() */
@@ -1428,9 +1448,9 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
 	for (int i = 0; i < n; i++)
 		t->vec[i] = d->skb;
-	tx_lock(nd);
+	tx_lock(nd, d->cur_queue_map);
 	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
-	tx_unlock(nd);
+	tx_unlock(nd, d->cur_queue_map);
 	for (int i = 0; i < n; i++) {
 		switch (t->res[i]) {
 		case USKB_XMIT_OK:
@@ -1565,8 +1585,8 @@ static void netdev_put(struct uskb_pktgen *pg, struct pg_netdev *nd)
 			*pp = nd->next;
 			break;
 		}
+	locks_free(nd);
 	uskb_dev_close(nd->dev);
-	pthread_mutex_destroy(&nd->txlock);
 	free(nd);
 }
 
@@ -1583,14 +1603,14 @@ static struct pg_netdev *netdev_get(struct uskb_pktgen *pg, const char *base)
 	if (!nd)
 		return NULL;
 	nd->dev = uskb_dev_open(base);
-	if (!nd->dev) {
+	if (!nd->dev || locks_init(nd)) {
+		uskb_dev_close(nd->dev);
 		free(nd);
 		return NULL;
 	}
 	snprintf(nd->name, sizeof(nd->name), "%s", base);
 	nd->owned = true;
 	nd->users = 1;
-	pthread_mutex_init(&nd->txlock, NULL);
 	nd->next = pg->netdevs;
 	pg->netdevs = nd;
 	return nd;
@@ -1729,9 +1749,9 @@ void uskb_pktgen_free(struct uskb_pktgen *pg)
 		struct pg_netdev *nd = pg->netdevs;
 
 		pg->netdevs = nd->next;
+		locks_free(nd);
 		if (nd->owned)
 			uskb_dev_close(nd->dev);
-		pthread_mutex_destroy(&nd->txlock);
 		free(nd);
 	}
 	pthread_mutex_destroy(&pg->lock);
@@ -1758,7 +1778,10 @@ int uskb_pktgen_register_dev(struct uskb_pktgen *pg, const char *name, struct us
 		return -ENOMEM;
 	snprintf(nd->name, sizeof(nd->name), "%s", name);
 	nd->dev = dev;
-	pthread_mutex_init(&nd->txlock, NULL);
+	if (locks_init(nd)) {
+		free(nd);
+		return -ENOMEM;
+	}
 	nd->next = pg->netdevs;
 	pg->netdevs = nd;
 	return 0;
