@@ -26,8 +26,15 @@ OPT         ?= -O2
 CFLAGS      ?= $(OPT) -g
 WARN        := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 BASEFLAGS   := -std=gnu11 -Iinclude $(WARN) $(SANFLAGS)
-LIBFLAGS    := $(BASEFLAGS) -fPIC -fvisibility=hidden
+LIBFLAGS    = $(BASEFLAGS) -fPIC -fvisibility=hidden $(LIBFLAGS_XDP)
 LDLIBS      := -lpthread
+
+# the xdp: device needs libxdp and libbpf (libxdp-dev, libbpf-dev); without them it says so
+HAVE_XDP    ?= $(shell pkg-config --exists libxdp libbpf 2>/dev/null && echo 1)
+ifeq ($(HAVE_XDP),1)
+LIBFLAGS_XDP := -DUSKB_HAVE_XDP $(shell pkg-config --cflags libxdp libbpf)
+LDLIBS      += $(shell pkg-config --libs libxdp libbpf)
+endif
 
 ifneq ($(V),1)
 Q := @
@@ -76,7 +83,7 @@ $(SHARED): $(LIB_OBJS) src/libuskb.map
 $(BUILD)/uskb.pc: uskb.pc.in Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' $< > $@
 
 # ---- examples, tests ----
 

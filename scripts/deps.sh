@@ -1,12 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Install the Debian packages uskb builds, tests, fuzzes and benchmarks with,
+# Install the Debian packages uskb builds, tests, fuzzes and benchmarks with
+# (libxdp-dev and libbpf-dev for the xdp: device),
 # when they are missing. Idempotent; needs root (or sudo) only to install.
 #   scripts/deps.sh           build + test dependencies
 #   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen)
 set -eu
 
-pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2"
+pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng"
 
 missing=""

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
 
 #include "internal.h"
@@ -17,6 +19,7 @@
 static __thread char dev_err[256];
 
 extern const struct uskb_dev_ops uskb_packet_ops __hidden;
+extern const struct uskb_dev_ops uskb_xdp_ops __hidden;
 
 int uskb_dev_fail(int err, const char *fmt, ...)
 {
@@ -26,6 +29,40 @@ int uskb_dev_fail(int err, const char *fmt, ...)
 	vsnprintf(dev_err, sizeof(dev_err), fmt, ap);
 	va_end(ap);
 	return -err;
+}
+
+int uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const char *ifname)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		return uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
+	if (!(ifr.ifr_flags & IFF_UP))
+		return uskb_dev_fail(ENETDOWN, "%s:%s: the interface is down (ip link set %s up)", type,
+				     ifname, ifname);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
+		return uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
+	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER)
+		return uskb_dev_fail(EINVAL, "%s:%s: not an Ethernet interface", type, ifname);
+	memcpy(dev->mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		return uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
+	dev->mtu = (unsigned int)ifr.ifr_mtu;
+	return 0;
+}
+
+bool uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)
+{
+	unsigned int limit = mtu + 14;
+	unsigned char type[2];
+
+	if (skb->len < 14 || uskb_copy_bits(skb, 12, type, 2))
+		return true;
+	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
+		limit += 4;
+	return skb->len > limit;
 }
 
 const char *uskb_dev_strerror(void)
@@ -133,7 +170,8 @@ static const struct uskb_dev_ops null_ops = { .type = "null", .open = null_open,
 static const struct uskb_dev_ops pcap_ops = {
 	.type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit
 };
-static const struct uskb_dev_ops *const builtin[] = { &null_ops, &pcap_ops, &uskb_packet_ops };
+static const struct uskb_dev_ops *const builtin[] = { &null_ops, &pcap_ops, &uskb_packet_ops,
+							 &uskb_xdp_ops };
 
 struct uskb_dev *uskb_dev_open(const char *spec)
 {
@@ -163,7 +201,7 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 			arg = spec;
 		} else {
 			errno = -uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-						       "packet:IFNAME or an interface name", spec);
+						       "packet:IFNAME, xdp:IFNAME or an interface name", spec);
 			return NULL;
 		}
 	} else {

@@ -61,29 +61,6 @@ struct packet_priv {
 	struct tpacket3_hdr *rx_pkt; /* the next of them */
 };
 
-static int probe(struct uskb_dev *dev, struct packet_priv *p)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->ifname);
-	if (ioctl(p->fd, SIOCGIFFLAGS, &ifr))
-		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
-	if (!(ifr.ifr_flags & IFF_UP))
-		return uskb_dev_fail(ENETDOWN, "packet:%s: the interface is down (ip link set %s up)",
-				     p->ifname,
-			    p->ifname);
-	if (ioctl(p->fd, SIOCGIFHWADDR, &ifr))
-		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
-	if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER)
-		return uskb_dev_fail(EINVAL, "packet:%s: not an Ethernet interface", p->ifname);
-	memcpy(dev->mac, ifr.ifr_hwaddr.sa_data, 6);
-	if (ioctl(p->fd, SIOCGIFMTU, &ifr))
-		return uskb_dev_fail(errno, "packet:%s: %s", p->ifname, strerror(errno));
-	dev->mtu = (unsigned int)ifr.ifr_mtu;
-	return 0;
-}
-
 static int setup_ring(struct packet_priv *p, unsigned int mtu)
 {
 	struct tpacket_req req;
@@ -155,7 +132,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		free(p);
 		return err;
 	}
-	err = probe(dev, p);
+	err = uskb_dev_probe_ether(dev, p->fd, "packet", p->ifname);
 	if (!err && !p->mmsg && (err = setup_ring(p, dev->mtu)) < 0)
 		err = uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
 				    strerror(-err));
@@ -215,14 +192,7 @@ static struct tpacket2_hdr *slot(struct packet_priv *p, unsigned int i)
 /* a frame the interface cannot take (past the MTU, a VLAN tag allowed) is dropped here */
 static bool too_long(const struct packet_priv *p, const struct uskb *skb)
 {
-	unsigned int limit = p->mtu + 14;
-	unsigned char type[2];
-
-	if (skb->len < 14 || uskb_copy_bits(skb, 12, type, 2))
-		return true;
-	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
-		limit += 4;
-	return skb->len > limit || (p->ring && skb->len > p->max_len); /* the ring's slot */
+	return uskb_dev_too_long(p->mtu, skb) || (p->ring && skb->len > p->max_len); /* the ring's slot */
 }
 
 static void ring_flush(struct packet_priv *p)

@@ -98,6 +98,11 @@ extern struct uskb_cfg __uskb_cfg __hidden;
 
 /* Devices: say why an open failed (uskb_dev_strerror()), return -@err. */
 __hidden int uskb_dev_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct uskb_dev;
+/* an interface that is there, up and Ethernet: its MAC and MTU into @dev; 0 or -errno */
+__hidden int uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const char *ifname);
+/* a frame the interface cannot take: past the MTU (a VLAN tag allowed), or not Ethernet */
+__hidden bool uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 
 static inline unsigned int uskb_cfg(_Atomic unsigned int *v)
 {

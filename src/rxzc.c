@@ -28,7 +28,8 @@
 #include "internal.h"
 #include "rxzc.h"
 
-enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED };
+/* RETURNING: the last reference is gone, the give-back is under way */
+enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED, UNIT_RETURNING };
 
 uint64_t rxzc_now(void)
 {
@@ -51,9 +52,14 @@ static void unit_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success
 		free(u);
 		return;
 	}
+	/*
+	 * The kernel may hand the slot over again as soon as it is back: the
+	 * receiving thread then waits out RETURNING. FREE is the last touch:
+	 * after it the unit may be reopened (or, when closing, freed).
+	 */
+	atomic_store_explicit(&u->state, UNIT_RETURNING, memory_order_relaxed);
 	if (!atomic_load_explicit(&zc->dead, memory_order_acquire))
 		zc->give_back(zc, u->idx);
-	/* release, and the last touch: the receiving thread may reopen (or close) now */
 	atomic_store_explicit(&u->state, UNIT_FREE, memory_order_release);
 }
 
@@ -111,8 +117,12 @@ bool rxzc_busy(const struct rxzc *zc, unsigned int i)
 void rxzc_open(struct rxzc *zc, unsigned int i)
 {
 	struct rxzc_unit *u = zc->slot[i];
+	int state;
 
-	if (uskb_unlikely(atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_FREE))
+	/* a give-back on another thread that the kernel outran: it is a few instructions from done */
+	while ((state = atomic_load_explicit(&u->state, memory_order_acquire)) == UNIT_RETURNING)
+		sched_yield();
+	if (uskb_unlikely(state != UNIT_FREE))
 		uskb_bug("rxzc_open", NULL, "slot %u of %u is still in use", i, zc->n);
 	uskb_ubuf_init(&u->ubuf, &unit_ops, USKB_SKBFL_ZEROCOPY_FRAG);
 	atomic_store_explicit(&u->state, UNIT_OPEN, memory_order_relaxed);

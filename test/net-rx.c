@@ -177,7 +177,8 @@ static unsigned int receive(struct uskb_dev *rx, unsigned int want, struct uskb 
 	return got;
 }
 
-static long long if_rx_packets(const char *ifname)
+/* field 1 of /proc/net/dev is received packets, 9 sent ones */
+static long long if_packets(const char *ifname, int field)
 {
 	FILE *f = fopen("/proc/self/net/dev", "r");
 	char line[512], name[64];
@@ -186,12 +187,30 @@ static long long if_rx_packets(const char *ifname)
 	while (f && fgets(line, sizeof(line), f)) {
 		char *c = strchr(line, ':');
 
-		if (c && sscanf(line, " %63[^:]", name) == 1 && !strcmp(name, ifname))
-			sscanf(c + 1, "%*s %lld", &v);
+		if (c && sscanf(line, " %63[^:]", name) == 1 && !strcmp(name, ifname)) {
+			char *t = strtok(c + 1, " \t");
+
+			for (int i = 0; t && i < field; i++)
+				t = strtok(NULL, " \t");
+			if (t)
+				v = atoll(t);
+		}
 	}
 	if (f)
 		fclose(f);
 	return v;
+}
+
+#define if_rx_packets(i) if_packets(i, 1)
+#define if_tx_packets(i) if_packets(i, 9)
+
+/* an XDP program left on an interface shows in ip link */
+static bool xdp_attached(const char *ifname)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "ip link show %s | grep -q xdp", ifname);
+	return system(cmd) == 0;
 }
 
 struct remote_free {
@@ -212,14 +231,18 @@ static void *free_all(void *arg)
 static void pair(const char *txs, const char *rxs)
 {
 	static unsigned char seen[N];
-	struct uskb_dev *tx = uskb_dev_open(txs), *rx = uskb_dev_open(rxs);
+	struct uskb_dev *tx = uskb_dev_open(txs), *rx;
 	struct uskb **held = calloc(N, sizeof(*held));
-	long long before = if_rx_packets("ub");
+	long long before = if_rx_packets("ub"), tx_before = if_tx_packets("ua");
 	unsigned int got, zc = 0, i;
 	struct sender *sd;
 
+	if (!tx)
+		fprintf(stderr, "%s: %s\n", txs, uskb_dev_strerror());
+	rx = uskb_dev_open(rxs);
+	if (!rx)
+		fprintf(stderr, "%s: %s\n", rxs, uskb_dev_strerror());
 	if (!tx || !rx) {
-		fprintf(stderr, "%s / %s: %s\n", txs, rxs, uskb_dev_strerror());
 		t_failures++;
 		uskb_dev_close(tx);
 		uskb_dev_close(rx);
@@ -237,6 +260,10 @@ static void pair(const char *txs, const char *rxs)
 	CHECK_EQ(dev_stat(rx, rx_packets), N);
 	CHECK_EQ(dev_stat(rx, rx_dropped), 0);
 	CHECK_EQ(if_rx_packets("ub") - before, N);
+	CHECK_EQ(if_tx_packets("ua") - tx_before, N);
+	/* receiving through xdp: attaches the program (and only that does) */
+	CHECK_EQ(xdp_attached("ub"), !strncmp(rxs, "xdp:", 4));
+	CHECK(!xdp_attached("ua"));
 	printf("%s -> %s: %u of %d once, byte for byte (%u zero-copy)\n", txs, rxs, got, N, zc);
 
 	/* held past the patience: copied out, still right while the ring is reused */
@@ -266,7 +293,7 @@ static void pair(const char *txs, const char *rxs)
 		held[got] = c;
 	}
 	got++;
-	printf("%s: %" PRIu64 " blocks orphaned; %u held frames intact\n", rxs,
+	printf("%s: %" PRIu64 " ring blocks or frames orphaned; %u held frames intact\n", rxs,
 	       dev_stat(rx, rx_orphaned), got);
 
 	/* freed on another thread: the memory goes back from there */
@@ -293,6 +320,8 @@ static void pair(const char *txs, const char *rxs)
 		uskb_free(held[i]);
 	uskb_dev_close(tx);
 	free(held);
+	/* nothing stays attached */
+	CHECK(!xdp_attached("ua") && !xdp_attached("ub"));
 }
 
 static int sh(const char *cmd)
@@ -319,8 +348,8 @@ static void read_mac(const char *ifname, uint8_t *mac)
 
 int main(int argc, char **argv)
 {
-	static const char *const txs[] = { "packet:ua", "packet:ua:mmsg" };
-	static const char *const rxs[] = { "packet:ub" };
+	static const char *const txs[] = { "packet:ua", "packet:ua:mmsg", "xdp:ua" };
+	static const char *const rxs[] = { "packet:ub", "xdp:ub" };
 	struct uskb *v[1];
 
 	(void)argc;

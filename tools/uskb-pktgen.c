@@ -44,7 +44,8 @@ static void usage(FILE *f)
 		"\n"
 		"Options of the kernel's samples/pktgen/parameters.sh:\n"
 		"  -i DEV        output device: null, null:nocsum, pcap:FILE, packet:IFNAME\n"
-		"                [:mmsg] or an interface name (required unless --veth)\n"
+		"                [:mmsg], xdp:IFNAME[:QUEUE][:copy|:zc] or an interface name\n"
+		"                (required unless --veth)\n"
 		"  -s SIZE       packet size without FCS (default 60)\n"
 		"  -d DEST_IP    destination address or CIDR range\n"
 		"                (default 198.18.0.42, with -6 fd00::1)\n"
@@ -75,9 +76,11 @@ static void usage(FILE *f)
 		"      --dry-run      with --script: check the commands, send nothing\n"
 		"      --print-range ADDR  print the first and last address of a CIDR range\n"
 		"      --veth         (root) send through a private veth pair made for the run\n"
-		"                     (198.18.0.1 -> 198.18.0.2) and removed after it\n"
+		"                     (198.18.0.1 -> 198.18.0.2) and removed after it; -i may\n"
+		"                     then name the kind: packet (default), packet::mmsg, xdp\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
-		"      --rx DEV       receive instead (packet:IFNAME or an interface name):\n"
+		"      --rx DEV       receive instead (packet:IFNAME, xdp:IFNAME[:QUEUE] or an\n"
+		"                     interface name; all the device's queues):\n"
 		"                     count pktgen packets, lost / reordered / duplicate\n"
 		"                     sequence numbers, latency p50/p99/p99.9 from the send\n"
 		"                     times (same clock: same machine); ends after -n COUNT\n"
@@ -699,22 +702,31 @@ static int rx_main(const char *spec, unsigned long long count)
 	end = duration > 0 ? t0 + duration : 0;
 	while (!interrupted) {
 		struct uskb_pktgen_rx_stats st;
-		int n = uskb_dev_rx(d, 0, skbs, 64, 100);
-		uint64_t now = realtime_ns();
+		int total = 0;
 		double m;
 
-		if (n < 0 && n != -EINTR) {
-			fprintf(stderr, "uskb-pktgen: %s: %s\n", spec,
-				n == -EOPNOTSUPP ? "this device cannot receive (packet:IFNAME can)" :
-						   uskb_dev_strerror());
-			uskb_pktgen_rx_free(rx);
-			uskb_dev_close(d);
-			return 5;
+		/* every queue in turn; with one, wait in it */
+		for (unsigned int q = 0; q < d->nqueues && !interrupted; q++) {
+			int n = uskb_dev_rx(d, q, skbs, 64, d->nqueues > 1 ? 0 : 100);
+			uint64_t now = realtime_ns();
+
+			if (n < 0 && n != -EINTR) {
+				fprintf(stderr, "uskb-pktgen: %s\n",
+					n == -EOPNOTSUPP ? "this device cannot receive (packet:IFNAME and "
+							   "xdp:IFNAME can)" :
+							   uskb_dev_strerror());
+				uskb_pktgen_rx_free(rx);
+				uskb_dev_close(d);
+				return 5;
+			}
+			for (int i = 0; i < n; i++) {
+				uskb_pktgen_rx_count(rx, skbs[i], now);
+				uskb_free(skbs[i]);
+			}
+			total += n > 0 ? n : 0;
 		}
-		for (int i = 0; i < n; i++) {
-			uskb_pktgen_rx_count(rx, skbs[i], now);
-			uskb_free(skbs[i]);
-		}
+		if (!total && d->nqueues > 1)
+			usleep(200);
 		if (!started) {
 			started = true;
 			if (!quiet)
@@ -846,13 +858,19 @@ int main(int argc, char **argv)
 		die_usage("%s", "--dry-run goes with --script");
 	if (rate > 0 && ratep > 0)
 		die_usage("%s", "--rate and --ratep exclude each other");
-	if (use_veth && (script || dev))
-		die_usage("%s", "--veth makes its own device: no -i, no --script");
+	if (use_veth && script)
+		die_usage("%s", "--veth makes its own device: no --script");
+	if (use_veth && dev && strncmp(dev, "packet", 6) && strncmp(dev, "xdp", 3))
+		die_usage("--veth: -i names the kind of device only (packet, packet::mmsg, xdp, "
+			  "xdp::copy), not \"%s\"", dev);
 	if (use_veth) {
-		static char vdev[32];
+		static char vdev[64];
+		const char *kind = dev ? dev : "packet", *opts = strchr(kind, ':');
 
 		veth_up();
-		snprintf(vdev, sizeof(vdev), "packet:%s", veth_if[0]);
+		/* packet[:...] or xdp[:...]: the options follow the interface */
+		snprintf(vdev, sizeof(vdev), "%.*s:%s%s", (int)(opts ? opts - kind : (long)strlen(kind)),
+			 kind, veth_if[0], opts && opts[1] == ':' ? opts + 1 : "");
 		dev = vdev;
 		if (!dst)
 			dst = ip6 ? "fd00::2" : "198.18.0.2";

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The xdp: device through uskb-pktgen, in a private two-queue veth pair this
+# test creates and removes (scripts/netns-veth.sh, 198.18.0.0/15): N packets
+# sent with xdp: arrive exactly once at uskb-pktgen --rx on xdp: and on
+# packet:; two threads send on two queues at once; the receiver's counters
+# agree with the interface's; no XDP program stays attached after a normal
+# end, a Ctrl-C or a kill -9; bad input gives one clear line and exit 5.
+# Needs root; skips (77) without it or without network namespaces.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
+pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+net=$root/scripts/netns-veth.sh
+[ "$(id -u)" = 0 ] || { echo "not root: the veth tests need CAP_NET_ADMIN"; exit 77; }
+command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
+p=x$(($$ % 100000))
+ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
+ip netns del "$p-probe"
+if "$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp"; then
+	echo "uskb was built without libxdp"
+	exit 77
+fi
+tmp=$(mktemp -d /tmp/uskb-xdp.XXXXXX)
+cleanup() {
+	"$net" down -p "$p" >/dev/null 2>&1
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+"$net" up -p "$p" -q 2 >/dev/null || { echo "FAIL: netns-veth.sh up"; exit 1; }
+na=$p-a nb=$p-b a=${p}0 b=${p}1
+N=3000
+send=(-q -n $N -s 1000 -m 02:00:00:00:00:02 -d 198.18.0.2 "src_min 198.18.0.1" "src_max 198.18.0.1")
+
+stat() { ip netns exec "$1" cat "/proc/net/dev" | awk -v i="$2:" -v f="$3" '$1 == i { print $f }'; }
+no_xdp() {
+	! ip -n "$na" link show "$a" | grep -q xdp && ! ip -n "$nb" link show "$b" | grep -q xdp ||
+		bad "$1: an XDP program is still attached: $(ip -n "$nb" link show "$b")"
+}
+json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
+
+# every packet once: xdp: -> xdp:, packet: -> xdp:, xdp: -> packet:
+for pair in "xdp:$a xdp:$b" "packet:$a xdp:$b" "xdp:$a packet:$b" "xdp:$a:copy xdp:$b:1"; do
+	set -- $pair
+	tx=$1 rx=$2
+	rx_before=$(stat "$nb" "$b" 3)
+	ip netns exec "$nb" timeout 60 "$pg" --rx "$rx" -n $N --duration 30 --json -q >"$tmp/rx.json" &
+	rxp=$!
+	sleep 0.7
+	ip -n "$nb" link show "$b" | grep -q xdp || [ "${rx%%:*}" = packet ] ||
+		bad "$tx -> $rx: no XDP program on $b while receiving"
+	extra=()
+	# a single-queue receiver: steer everything to its queue (the sender's queue mapping)
+	[ "$rx" = "xdp:$b:1" ] && extra=("queue_map_min 1" "queue_map_max 1")
+	ip netns exec "$na" timeout 60 "$pg" -i "$tx" "${send[@]}" --ratep 50000 "${extra[@]}" >/dev/null ||
+		bad "$tx: sender failed"
+	wait $rxp || bad "$tx -> $rx: receiver exit $?"
+	r=$(cat "$tmp/rx.json")
+	for want in "\"packets\": $N," '"lost": 0,' '"reordered": 0,' '"duplicates": 0,' '"rx_dropped": 0,'; do
+		grep -qF "$want" <<<"$r" || bad "$tx -> $rx: want $want in $r"
+	done
+	got=$(( $(stat "$nb" "$b" 3) - rx_before ))
+	[ "$got" -ge $N ] && [ "$got" -le $((N + 10)) ] || bad "$tx -> $rx: $b counted $got packets, want $N"
+	echo "$tx -> $rx: $N once, $b counted $got"
+	no_xdp "$tx -> $rx"
+done
+
+# two threads, two queues: each sends its count, the peer receives them all
+ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
+rxp=$!
+sleep 0.7
+out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" -t 2 --no-pin "${send[@]}" --json) || bad "-t 2: sender failed"
+wait $rxp
+[ "$(grep -c "\"packets\": $N," <<<"$out")" = 2 ] || bad "-t 2: $out"
+r=$(cat "$tmp/rx.json")
+# two sender threads number their packets alike: one stream, each number twice
+grep -qF "\"packets\": $((2 * N))," <<<"$r" && grep -qF '"lost": 0,' <<<"$r" &&
+	grep -qF "\"duplicates\": $N," <<<"$r" || bad "-t 2 receiver: $r"
+echo "-t 2 on two queues: 2 x $N sent and received"
+
+# Ctrl-C and kill -9 while receiving: the program goes with the process
+for sig in INT KILL; do
+	ip netns exec "$nb" "$pg" --rx "xdp:$b" -q >/dev/null 2>&1 &
+	rxp=$!
+	for _ in $(seq 50); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
+	ip -n "$nb" link show "$b" | grep -q xdp || bad "SIG$sig: the receiver attached nothing"
+	kill -$sig $rxp
+	wait $rxp 2>/dev/null
+	sleep 0.3 # a killed process's files are closed by the kernel as it goes
+	no_xdp "SIG$sig"
+done
+
+# bad input: one clear line, exit 5
+check_err() {
+	local want=$1
+	shift
+	ip netns exec "$na" timeout 20 "$pg" -q -n 10 "$@" >/dev/null 2>"$tmp/err"
+	local rc=$?
+	[ $rc = 5 ] && grep -q "$want" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -le 3 ] ||
+		bad "$*: exit $rc, stderr: $(cat "$tmp/err")"
+}
+check_err "no such interface" -i xdp:nosuch0
+check_err "not an Ethernet interface" -i xdp:lo
+check_err "no queue 7 (it has 2" -i "xdp:$a:7"
+check_err "neither a queue number nor copy or zc" -i "xdp:$a:fast"
+check_err "no zero-copy AF_XDP" -i "xdp:$a:zc"
+ip -n "$na" link set "$a" down
+check_err "is down (ip link set $a up)" -i "xdp:$a"
+ip -n "$na" link set "$a" up
+# unprivileged: packet: and xdp: both say what they need
+for d in "xdp:$a" "packet:$a"; do
+	ip netns exec "$na" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$pg" -q -n 10 -i "$d" >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc = 5 ] && grep -q "needs root" "$tmp/err" || bad "unprivileged $d: exit $rc: $(cat "$tmp/err")"
+done
+# a receiver already on the queue: the second one is told
+ip netns exec "$nb" "$pg" --rx "xdp:$b" -q >/dev/null 2>&1 &
+rxp=$!
+sleep 0.7
+ip netns exec "$nb" timeout 20 "$pg" --rx "xdp:$b" -q --duration 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && grep -q "taken by another AF_XDP socket" "$tmp/err" || bad "second receiver: exit $rc: $(cat "$tmp/err")"
+kill -INT $rxp
+wait $rxp
+# an XDP program of someone else's: ours does not replace it
+obj=$root/build/bpf/xdp_drop.o
+[ -f "$obj" ] || { "$net" up -p "$p-y" -x >/dev/null 2>&1; "$net" down -p "$p-y" >/dev/null 2>&1; }
+if [ -f "$obj" ]; then
+	ip -n "$nb" link set "$b" xdpgeneric obj "$obj" sec xdp || bad "cannot attach $obj"
+	ip netns exec "$nb" timeout 20 "$pg" --rx "xdp:$b" -q --duration 1 >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc = 5 ] && grep -q "another XDP program is attached" "$tmp/err" || bad "foreign XDP: exit $rc: $(cat "$tmp/err")"
+	ip -n "$nb" link set "$b" xdpgeneric off
+else
+	bad "no $obj (clang)"
+fi
+no_xdp "the end"
+echo "$fail failed"
+[ $fail = 0 ]
