@@ -83,6 +83,7 @@ struct xq {
 	_Atomic uint32_t ret_head;	/* frames given back by skbs, any thread */
 	uint32_t ret_next[RX_FRAMES];
 	uint64_t next_patience;
+	uint64_t alloc_drops; /* frames lost for want of an skb */
 };
 
 struct xdp_priv {
@@ -289,6 +290,8 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 			p->zerocopy = true;
 	}
 	if (err) {
+		unsigned int bad = first + p->nq; /* the queue that failed */
+
 		err = -err;
 		xdp_close(&(struct uskb_dev){ .priv = p });
 		if (err == EPERM || err == EACCES)
@@ -299,8 +302,8 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 					     tok);
 		if (err == EBUSY)
 			return uskb_dev_fail(err, "xdp:%s: queue %u is taken by another AF_XDP socket", tok,
-					     first + p->nq);
-		return uskb_dev_fail(err, "xdp:%s: AF_XDP socket on queue %u: %s", tok, first + p->nq,
+					     bad);
+		return uskb_dev_fail(err, "xdp:%s: AF_XDP socket on queue %u: %s", tok, bad,
 				     strerror(err));
 	}
 	dev->nqueues = nq;
@@ -503,6 +506,18 @@ static int rx_start(struct uskb_dev *dev, struct xdp_priv *p, struct xq *q)
 	return 0;
 }
 
+/* the kernel's drops (its figures are totals): ring full, fill ring empty, others */
+static void rx_counters(struct uskb_dev *dev, unsigned int queue, struct xq *q)
+{
+	struct xdp_statistics st;
+	socklen_t len = sizeof(st);
+	uint64_t drops = q->alloc_drops;
+
+	if (!getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_STATISTICS, &st, &len))
+		drops += st.rx_dropped + st.rx_ring_full + st.rx_fill_ring_empty_descs;
+	__atomic_store_n(&dev->qstats[queue].rx_dropped, drops, __ATOMIC_RELAXED);
+}
+
 static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
 		  int timeout_ms)
 {
@@ -543,7 +558,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 					rxzc_done(q->zc, f, now);
 				}
 				if (!skb) {
-					dev_stat_add(&dev->qstats[queue].rx_dropped, 1);
+					q->alloc_drops++;
 					continue;
 				}
 				skb->dev = dev;
@@ -582,8 +597,10 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		}
 	}
 	now = rxzc_now();
-	if (now >= q->next_patience) {
+	if (now >= q->next_patience || !n) {
+		/* every 10 ms, and when idle: a system call, not for each call */
 		rxzc_patience(q->zc, now, RX_FRAMES / 4);
+		rx_counters(dev, queue, q);
 		q->next_patience = now + 10 * 1000000ull;
 	}
 	__atomic_store_n(&dev->qstats[queue].rx_copied, q->zc->copied, __ATOMIC_RELAXED);

@@ -72,7 +72,8 @@ done
 ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
 rxp=$!
 sleep 0.7
-out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" -t 2 --no-pin "${send[@]}" --json) || bad "-t 2: sender failed"
+out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" -t 2 --no-pin "${send[@]}" --ratep 50000 --json) ||
+	bad "-t 2: sender failed"
 wait $rxp
 [ "$(grep -c "\"packets\": $N," <<<"$out")" = 2 ] || bad "-t 2: $out"
 r=$(cat "$tmp/rx.json")
