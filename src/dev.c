@@ -10,6 +10,10 @@
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <sys/time.h>
 
 #include "internal.h"
@@ -51,6 +55,36 @@ int uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const c
 		return uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
 	dev->mtu = (unsigned int)ifr.ifr_mtu;
 	return 0;
+}
+
+void uskb_dev_rx_skb(struct uskb_dev *dev, struct uskb *skb)
+{
+	skb->dev = dev;
+	uskb_reset_mac_header(skb);
+	if (skb->len >= 14)
+		memcpy(&skb->protocol, skb->data + 12, 2);
+}
+
+unsigned int uskb_dev_if_queues(const char *ifname)
+{
+	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	unsigned int n = 1;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (char *)&ch;
+	if (fd >= 0 && !ioctl(fd, SIOCETHTOOL, &ifr)) {
+		unsigned int rt = ch.rx_count < ch.tx_count ? ch.rx_count : ch.tx_count;
+
+		n = ch.combined_count + rt;
+		if (!n)
+			n = 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return n;
 }
 
 bool uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)

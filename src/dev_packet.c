@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The packet: device: transmit through a real Linux interface with an
- * AF_PACKET socket.
+ * The packet: device: a real Linux interface through AF_PACKET sockets.
  *   packet:IFNAME        TPACKET_V2 TX ring with PACKET_QDISC_BYPASS: each
  *                        frame (head and frags) is gathered into a ring
  *                        slot, one send() flushes a whole burst
  *   packet:IFNAME:mmsg   sendmmsg() with an iovec per head and frag (the
  *                        kernel copies; no ring)
+ * One socket per queue of the interface (a queue of the device is a
+ * socket: threads on different queues share nothing); which of the
+ * interface's queues a frame leaves by the kernel picks from the sending
+ * CPU (cpu % queues, with qdisc bypass), so a thread pinned per queue — as
+ * uskb-pktgen's — keeps to one. Queue 0 is set up at open (its errors are
+ * the open's), the others' rings at their first use.
  * Receiving (the first uskb_dev_rx) opens a second socket with a
  * TPACKET_V3 RX ring: 32 blocks of 256 KiB, a block handed over when full
  * or after 1 ms. Frames become skbs through rxzc.c: long ones keep their
@@ -42,15 +47,21 @@
 #define RX_BLOCK_ORDER 6 /* 256 KiB blocks */
 #define RX_BLOCKS 32
 
-struct packet_priv {
+/* one queue: a socket, bound (and with its TX ring) at first use */
+struct ptx {
 	int fd;
-	char ifname[IF_NAMESIZE];
-	bool mmsg;
+	bool ready;
 	unsigned char *ring;
 	size_t ring_len;
-	unsigned int frame_size, frame_nr, cur, mtu;
+	unsigned int frame_size, frame_nr, cur;
 	unsigned int max_len; /* of a frame in a ring slot */
 	unsigned int pending; /* frames handed to the ring since the last send() */
+};
+
+struct packet_priv {
+	char ifname[IF_NAMESIZE];
+	bool mmsg;
+	unsigned int mtu, nq;
 	/* receive: a TPACKET_V3 ring on its own socket, set up by the first rx */
 	int ifindex, rx_fd;
 	unsigned char *rx_ring;
@@ -59,9 +70,10 @@ struct packet_priv {
 	unsigned int rx_cur;	  /* the block being read (or next to be) */
 	unsigned int rx_left;	  /* frames of it still to deliver; 0: not open */
 	struct tpacket3_hdr *rx_pkt; /* the next of them */
+	struct ptx tx[];
 };
 
-static int setup_ring(struct packet_priv *p, unsigned int mtu)
+static int setup_ring(struct ptx *t, unsigned int mtu)
 {
 	struct tpacket_req req;
 	int v = TPACKET_V2, one = 1;
@@ -69,36 +81,77 @@ static int setup_ring(struct packet_priv *p, unsigned int mtu)
 
 	while (fs < need)
 		fs *= 2;
-	if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
+	if (setsockopt(t->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
 		return -errno;
 	/* straight to the driver, as trafgen: no qdisc, no taps on the way */
-	setsockopt(p->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	setsockopt(t->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
 	memset(&req, 0, sizeof(req));
 	req.tp_frame_size = fs;
 	req.tp_block_size = fs > 65536 ? fs : 65536;
 	req.tp_block_nr = RING_FRAMES * fs / req.tp_block_size;
 	req.tp_frame_nr = req.tp_block_nr * (req.tp_block_size / fs);
-	if (setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)))
+	if (setsockopt(t->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)))
 		return -errno;
-	p->ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
-	p->ring = mmap(NULL, p->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
-	if (p->ring == MAP_FAILED) {
-		p->ring = NULL;
+	t->ring_len = (size_t)req.tp_block_size * req.tp_block_nr;
+	t->ring = mmap(NULL, t->ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+	if (t->ring == MAP_FAILED) {
+		t->ring = NULL;
 		return -errno;
 	}
-	p->frame_size = fs;
-	p->frame_nr = req.tp_frame_nr;
-	p->max_len = fs - (unsigned int)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll));
+	t->frame_size = fs;
+	t->frame_nr = req.tp_frame_nr;
+	t->max_len = fs - (unsigned int)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll));
 	return 0;
+}
+
+/* the queue's ring (unless mmsg) and binding, once; 0 or -errno with the reason set */
+static int tx_ready(struct packet_priv *p, struct ptx *t)
+{
+	struct sockaddr_ll sll;
+	int err;
+
+	if (t->ready)
+		return 0;
+	if (!p->mmsg && !t->ring && (err = setup_ring(t, p->mtu)) < 0)
+		return uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
+				     strerror(-err));
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_ifindex = p->ifindex;
+	if (bind(t->fd, (struct sockaddr *)&sll, sizeof(sll)))
+		return uskb_dev_fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
+	t->ready = true;
+	return 0;
+}
+
+static void tx_free(struct ptx *t)
+{
+	if (t->ring) {
+		if (t->ready)
+			send(t->fd, NULL, 0, 0); /* let what is queued go */
+		munmap(t->ring, t->ring_len);
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+}
+
+static void packet_free(struct packet_priv *p)
+{
+	for (unsigned int q = 0; q < p->nq; q++)
+		tx_free(&p->tx[q]);
+	if (p->rx_fd >= 0)
+		close(p->rx_fd);
+	free(p);
 }
 
 static int packet_open(struct uskb_dev *dev, const char *arg)
 {
+	char ifname[IF_NAMESIZE] = "";
 	struct packet_priv *p;
-	struct sockaddr_ll sll;
 	const char *colon;
+	unsigned int nq, q;
+	int ifindex, err;
 	size_t n;
-	int err;
 
 	if (!arg || !*arg)
 		return uskb_dev_fail(EINVAL, "packet: give an interface, as in packet:eth0");
@@ -108,51 +161,49 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		return uskb_dev_fail(EINVAL, "packet: \"%s\" is too long for an interface name", arg);
 	if (colon && strcmp(colon + 1, "mmsg") && strcmp(colon + 1, "ring"))
 		return uskb_dev_fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)", colon + 1);
-	p = calloc(1, sizeof(*p));
+	memcpy(ifname, arg, n);
+	ifindex = (int)if_nametoindex(ifname);
+	if (!ifindex)
+		return uskb_dev_fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)",
+				     ifname);
+	nq = uskb_dev_if_queues(ifname);
+	p = calloc(1, sizeof(*p) + nq * sizeof(p->tx[0]));
 	if (!p)
 		return -ENOMEM;
-	memcpy(p->ifname, arg, n);
+	memcpy(p->ifname, ifname, sizeof(ifname));
 	p->mmsg = colon && !strcmp(colon + 1, "mmsg");
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_ifindex = (int)if_nametoindex(p->ifname);
-	if (!sll.sll_ifindex) {
-		err = uskb_dev_fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)",
-				    p->ifname);
-		free(p);
-		return err;
-	}
-	/* protocol 0: a transmit-only socket receives nothing */
-	p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	if (p->fd < 0) {
-		err = errno == EPERM || errno == EACCES ?
-			      uskb_dev_fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or setcap "
-						   "cap_net_raw+ep)", p->ifname) :
-			      uskb_dev_fail(errno, "packet:%s: socket: %s", p->ifname, strerror(errno));
-		free(p);
-		return err;
-	}
-	err = uskb_dev_probe_ether(dev, p->fd, "packet", p->ifname);
-	if (!err && !p->mmsg && (err = setup_ring(p, dev->mtu)) < 0)
-		err = uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
-				    strerror(-err));
-	if (!err && bind(p->fd, (struct sockaddr *)&sll, sizeof(sll)))
-		err = uskb_dev_fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
-	if (err) {
-		if (p->ring)
-			munmap(p->ring, p->ring_len);
-		close(p->fd);
-		free(p);
-		return err;
-	}
-	p->mtu = dev->mtu;
-	p->ifindex = sll.sll_ifindex;
+	p->ifindex = ifindex;
+	p->rx_fd = -1;
 	/*
-	 * The receive socket is made now, in the open's network namespace;
-	 * its ring and binding wait for the first rx (protocol 0: it queues
-	 * nothing until then).
+	 * Every socket is made now, in the open's network namespace (a later
+	 * bind uses the socket's). Protocol 0: a transmit socket receives
+	 * nothing, and neither does the receive socket until the first rx.
 	 */
-	p->rx_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	for (q = 0; q < nq + 1; q++) {
+		int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+
+		if (fd < 0) {
+			err = errno == EPERM || errno == EACCES ?
+				      uskb_dev_fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or "
+							   "setcap cap_net_raw+ep)", ifname) :
+				      uskb_dev_fail(errno, "packet:%s: socket: %s", ifname, strerror(errno));
+			packet_free(p);
+			return err;
+		}
+		if (q < nq)
+			p->tx[p->nq++].fd = fd;
+		else
+			p->rx_fd = fd;
+	}
+	err = uskb_dev_probe_ether(dev, p->tx[0].fd, "packet", ifname);
+	p->mtu = dev->mtu;
+	if (!err)
+		err = tx_ready(p, &p->tx[0]);
+	if (err) {
+		packet_free(p);
+		return err;
+	}
+	dev->nqueues = nq;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
@@ -176,30 +227,25 @@ static void packet_close(struct uskb_dev *dev)
 	struct packet_priv *p = dev->priv;
 
 	rx_teardown(p);
-	if (p->ring) {
-		send(p->fd, NULL, 0, 0); /* let what is queued go */
-		munmap(p->ring, p->ring_len);
-	}
-	close(p->fd);
-	free(p);
+	packet_free(p);
 }
 
-static struct tpacket2_hdr *slot(struct packet_priv *p, unsigned int i)
+static struct tpacket2_hdr *slot(struct ptx *t, unsigned int i)
 {
-	return (struct tpacket2_hdr *)(p->ring + (size_t)i * p->frame_size);
+	return (struct tpacket2_hdr *)(t->ring + (size_t)i * t->frame_size);
 }
 
 /* a frame the interface cannot take (past the MTU, a VLAN tag allowed) is dropped here */
-static bool too_long(const struct packet_priv *p, const struct uskb *skb)
+static bool too_long(const struct packet_priv *p, const struct ptx *t, const struct uskb *skb)
 {
-	return uskb_dev_too_long(p->mtu, skb) || (p->ring && skb->len > p->max_len); /* the ring's slot */
+	return uskb_dev_too_long(p->mtu, skb) || (t->ring && skb->len > t->max_len); /* the ring's slot */
 }
 
-static void ring_flush(struct packet_priv *p)
+static void ring_flush(struct ptx *t)
 {
-	if (p->pending) {
-		send(p->fd, NULL, 0, MSG_DONTWAIT);
-		p->pending = 0;
+	if (t->pending) {
+		send(t->fd, NULL, 0, MSG_DONTWAIT);
+		t->pending = 0;
 	}
 }
 
@@ -207,12 +253,11 @@ static void packet_flush(struct uskb_dev *dev, unsigned int queue)
 {
 	struct packet_priv *p = dev->priv;
 
-	(void)queue;
-	if (p->ring)
-		ring_flush(p);
+	if (p->tx[queue].ring)
+		ring_flush(&p->tx[queue]);
 }
 
-static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res)
+static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, int n, int *res)
 {
 	unsigned int data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
 	bool kicked = false;
@@ -220,9 +265,9 @@ static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 
 	for (i = 0; i < n; i++) {
 		struct uskb *skb = skbs[i];
-		struct tpacket2_hdr *h = slot(p, p->cur);
+		struct tpacket2_hdr *h = slot(t, t->cur);
 
-		if (too_long(p, skb)) {
+		if (too_long(p, t, skb)) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skb);
 			continue;
@@ -230,8 +275,8 @@ static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
 			/* the ring is full: flush once, then report the rest busy */
 			if (!kicked) {
-				send(p->fd, NULL, 0, MSG_DONTWAIT);
-				p->pending = 0;
+				send(t->fd, NULL, 0, MSG_DONTWAIT);
+				t->pending = 0;
 				kicked = true;
 			}
 			if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
@@ -244,17 +289,17 @@ static void ring_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 		uskb_copy_bits(skb, 0, (unsigned char *)h + data_off, (int)skb->len);
 		h->tp_len = skb->len;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-		p->cur = p->cur + 1 == p->frame_nr ? 0 : p->cur + 1;
-		p->pending++;
+		t->cur = t->cur + 1 == t->frame_nr ? 0 : t->cur + 1;
+		t->pending++;
 		res[i] = USKB_XMIT_OK;
 		uskb_consume(skb);
 	}
 	/* one send() for a batch: callers flush before they wait or stop */
-	if (p->pending >= FLUSH_BATCH || kicked)
-		ring_flush(p);
+	if (t->pending >= FLUSH_BATCH || kicked)
+		ring_flush(t);
 }
 
-static void mmsg_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res)
+static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, int n, int *res)
 {
 	struct mmsghdr msg[MMSG_MAX];
 	struct iovec iov[MMSG_MAX][1 + USKB_MAX_SKB_FRAGS];
@@ -269,7 +314,7 @@ static void mmsg_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 			const struct uskb_shared_info *sh = uskb_shinfo(skb);
 			int nv = 0;
 
-			if (too_long(p, skb) || sh->frag_list) {
+			if (too_long(p, t, skb) || sh->frag_list) {
 				res[i] = USKB_XMIT_DROP;
 				uskb_consume(skb);
 				continue;
@@ -289,7 +334,7 @@ static void mmsg_xmit(struct packet_priv *p, struct uskb **skbs, int n, int *res
 		}
 		if (!k)
 			break;
-		sent = sendmmsg(p->fd, msg, (unsigned int)k, MSG_DONTWAIT);
+		sent = sendmmsg(t->fd, msg, (unsigned int)k, MSG_DONTWAIT);
 		/* a partial count leaves the reason for the next call: retry those */
 		int fail = sent < 0 && errno != EAGAIN && errno != ENOBUFS ? USKB_XMIT_DROP :
 									     USKB_XMIT_BUSY;
@@ -315,12 +360,20 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 			int *res)
 {
 	struct packet_priv *p = dev->priv;
+	struct ptx *t = &p->tx[queue];
 
-	(void)queue;
+	if (uskb_unlikely(!t->ready) && tx_ready(p, t)) {
+		/* (queue 0 was set up at open: this is a later queue out of memory) */
+		for (int i = 0; i < n; i++) {
+			res[i] = USKB_XMIT_DROP;
+			uskb_consume(skbs[i]);
+		}
+		return;
+	}
 	if (p->mmsg)
-		mmsg_xmit(p, skbs, n, res);
+		mmsg_xmit(p, t, skbs, n, res);
 	else
-		ring_xmit(p, skbs, n, res);
+		ring_xmit(p, t, skbs, n, res);
 }
 
 /* ---- receive: TPACKET_V3 ---- */
@@ -456,10 +509,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 
 		if (skb) {
 			skb->tstamp = (uint64_t)h->tp_sec * 1000000000ull + h->tp_nsec;
-			skb->dev = dev;
-			uskb_reset_mac_header(skb);
-			if (skb->len >= 14)
-				memcpy(&skb->protocol, skb->data + 12, 2);
+			uskb_dev_rx_skb(dev, skb);
 			skbs[n++] = skb;
 		} else {
 			dev_stat_add(&dev->qstats[0].rx_dropped, 1);

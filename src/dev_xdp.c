@@ -45,7 +45,6 @@ const struct uskb_dev_ops uskb_xdp_ops __hidden = { .type = "xdp", .open = xdp_o
 #else
 
 #include <linux/bpf.h>
-#include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <linux/sockios.h>
@@ -96,29 +95,6 @@ struct xdp_priv {
 	int map_fd, prog_fd, link_fd;
 	struct xq *q[];
 };
-
-/* queues of the interface (ETHTOOL_GCHANNELS); 1 when it does not say */
-static unsigned int if_queues(const char *ifname)
-{
-	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	unsigned int n = 1;
-
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
-	ifr.ifr_data = (char *)&ch;
-	if (fd >= 0 && !ioctl(fd, SIOCETHTOOL, &ifr)) {
-		unsigned int rt = ch.rx_count < ch.tx_count ? ch.rx_count : ch.tx_count;
-
-		n = ch.combined_count + rt;
-		if (!n)
-			n = 1;
-	}
-	if (fd >= 0)
-		close(fd);
-	return n;
-}
 
 static void queue_free(struct xq *q)
 {
@@ -254,7 +230,7 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 	close(fd);
 	if (err)
 		return err;
-	nq = if_queues(tok);
+	nq = uskb_dev_if_queues(tok);
 	if (one) {
 		if (want >= nq)
 			return uskb_dev_fail(EINVAL, "xdp:%s: no queue %u (it has %u: ethtool -L %s, or a veth "
@@ -561,10 +537,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 					q->alloc_drops++;
 					continue;
 				}
-				skb->dev = dev;
-				uskb_reset_mac_header(skb);
-				if (skb->len >= 14)
-					memcpy(&skb->protocol, skb->data + 12, 2);
+				uskb_dev_rx_skb(dev, skb);
 				skbs[n++] = skb;
 			}
 			xsk_ring_cons__release(&q->rx, got);

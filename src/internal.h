@@ -101,6 +101,10 @@ __hidden int uskb_dev_fail(int err, const char *fmt, ...) __attribute__((format(
 struct uskb_dev;
 /* an interface that is there, up and Ethernet: its MAC and MTU into @dev; 0 or -errno */
 __hidden int uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const char *ifname);
+/* a received skb: its device, mac header and protocol (the Ethernet type) */
+__hidden void uskb_dev_rx_skb(struct uskb_dev *dev, struct uskb *skb);
+/* the interface's queues (ETHTOOL_GCHANNELS: combined + min(rx, tx)); 1 when it does not say */
+__hidden unsigned int uskb_dev_if_queues(const char *ifname);
 /* a frame the interface cannot take: past the MTU (a VLAN tag allowed), or not Ethernet */
 __hidden bool uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 

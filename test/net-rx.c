@@ -155,6 +155,8 @@ static unsigned int receive(struct uskb_dev *rx, unsigned int want, struct uskb 
 				CHECK(!seen[seq]); /* exactly once */
 				seen[seq] = 1;
 			}
+			CHECK(v[i]->protocol == htons(ETYPE) && uskb_mac_header(v[i]) == v[i]->data &&
+			      v[i]->dev == rx);
 			if (!frame_ok(v[i])) {
 				fprintf(stderr, "frame %ld differs from the one sent\n", seq);
 				t_failures++;

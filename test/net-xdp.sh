@@ -3,7 +3,7 @@
 # The xdp: device through uskb-pktgen, in a private two-queue veth pair this
 # test creates and removes (scripts/netns-veth.sh, 198.18.0.0/15): N packets
 # sent with xdp: arrive exactly once at uskb-pktgen --rx on xdp: and on
-# packet:; two threads send on two queues at once; the receiver's counters
+# packet:; two threads send on two queues at once (xdp: and packet:); the receiver's counters
 # agree with the interface's; no XDP program stays attached after a normal
 # end, a Ctrl-C or a kill -9; bad input gives one clear line and exit 5.
 # Needs root; skips (77) without it or without network namespaces.
@@ -68,19 +68,22 @@ for pair in "xdp:$a xdp:$b" "packet:$a xdp:$b" "xdp:$a packet:$b" "xdp:$a:copy x
 	no_xdp "$tx -> $rx"
 done
 
-# two threads, two queues: each sends its count, the peer receives them all
-ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
-rxp=$!
-sleep 0.7
-out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" -t 2 --no-pin "${send[@]}" --ratep 50000 --json) ||
-	bad "-t 2: sender failed"
-wait $rxp
-[ "$(grep -c "\"packets\": $N," <<<"$out")" = 2 ] || bad "-t 2: $out"
-r=$(cat "$tmp/rx.json")
-# two sender threads number their packets alike: one stream, each number twice
-grep -qF "\"packets\": $((2 * N))," <<<"$r" && grep -qF '"lost": 0,' <<<"$r" &&
-	grep -qF "\"duplicates\": $N," <<<"$r" || bad "-t 2 receiver: $r"
-echo "-t 2 on two queues: 2 x $N sent and received"
+# two threads, two queues (a socket each, for xdp: and packet: alike): each
+# sends its count, the peer receives them all
+for d in "xdp:$a" "packet:$a"; do
+	ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
+	rxp=$!
+	sleep 0.7
+	out=$(ip netns exec "$na" timeout 60 "$pg" -i "$d" -t 2 --no-pin "${send[@]}" --ratep 50000 --json) ||
+		bad "$d -t 2: sender failed"
+	wait $rxp
+	[ "$(grep -c "\"packets\": $N," <<<"$out")" = 2 ] || bad "$d -t 2: $out"
+	r=$(cat "$tmp/rx.json")
+	# two sender threads number their packets alike: one stream, each number twice
+	grep -qF "\"packets\": $((2 * N))," <<<"$r" && grep -qF '"lost": 0,' <<<"$r" &&
+		grep -qF "\"duplicates\": $N," <<<"$r" || bad "$d -t 2 receiver: $r"
+	echo "$d -t 2 on two queues: 2 x $N sent and received"
+done
 
 # Ctrl-C and kill -9 while receiving: the program goes with the process
 for sig in INT KILL; do
