@@ -173,9 +173,15 @@ fail:
 	return err < 0 ? err : -err;
 }
 
+static void tx_drain(struct xq *q);
+
 static void xdp_close(struct uskb_dev *dev)
 {
 	struct xdp_priv *p = dev->priv;
+
+	/* what the TX rings hold goes out before the sockets do */
+	for (unsigned int i = 0; i < p->nq; i++)
+		tx_drain(p->q[i]);
 
 	/* the program first: no frame is redirected to a socket on its way out */
 	if (p->link_fd >= 0)
@@ -307,18 +313,25 @@ static void tx_kick(struct xq *q)
 		sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 }
 
-static void xdp_flush(struct uskb_dev *dev, unsigned int queue)
+/*
+ * Push out everything on the TX ring: in copy mode each call sends a
+ * batch, so go on while the kernel says there is more.
+ */
+static void tx_drain(struct xq *q)
 {
-	struct xq *q = ((struct xdp_priv *)dev->priv)->q[queue];
-
-	if (!q->tx_pending)
-		return;
 	q->tx_pending = 0;
-	/* in copy mode each call sends a batch: go on while the kernel says there is more */
 	for (int i = 0; i < RING / KICK_BATCH + 1 && xsk_ring_prod__needs_wakeup(&q->tx); i++)
 		if (sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0 || errno != EAGAIN)
 			break;
 	tx_reclaim(q);
+}
+
+static void xdp_flush(struct uskb_dev *dev, unsigned int queue)
+{
+	struct xq *q = ((struct xdp_priv *)dev->priv)->q[queue];
+
+	if (q->tx_pending)
+		tx_drain(q);
 }
 
 static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)

@@ -3,9 +3,10 @@
 # The xdp: device through uskb-pktgen, in a private two-queue veth pair this
 # test creates and removes (scripts/netns-veth.sh, 198.18.0.0/15): N packets
 # sent with xdp: arrive exactly once at uskb-pktgen --rx on xdp: and on
-# packet:; two threads send on two queues at once (xdp: and packet:); the receiver's counters
-# agree with the interface's; no XDP program stays attached after a normal
-# end, a Ctrl-C or a kill -9; bad input gives one clear line and exit 5.
+# packet:; two threads send on two queues at once (xdp: and packet:); the
+# receiver's counters agree with the interface's; frames over the MTU are
+# errors; no XDP program stays attached after a normal end, a Ctrl-C or a
+# kill -9; bad input gives one clear line and exit 5.
 # Needs root; skips (77) without it or without network namespaces.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,6 +86,18 @@ for d in "xdp:$a" "packet:$a"; do
 	echo "$d -t 2 on two queues: 2 x $N sent and received"
 done
 
+# one thread cycling over both queues (queue_map_min/max): a queue it leaves
+# is flushed first, so nothing stays behind in either
+ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $N --duration 30 --json -q >"$tmp/rx.json" &
+rxp=$!
+sleep 0.7
+ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" "${send[@]}" -c 3 "queue_map_min 0" "queue_map_max 1" \
+	>/dev/null || bad "queue cycling: sender failed"
+wait $rxp
+r=$(cat "$tmp/rx.json")
+grep -qF "\"packets\": $N," <<<"$r" || bad "queue cycling: $r"
+echo "one thread over two queues: $N sent and received"
+
 # Ctrl-C and kill -9 while receiving: the program goes with the process
 for sig in INT KILL; do
 	ip netns exec "$nb" "$pg" --rx "xdp:$b" -q >/dev/null 2>&1 &
@@ -114,6 +127,11 @@ check_err "no zero-copy AF_XDP" -i "xdp:$a:zc"
 ip -n "$na" link set "$a" down
 check_err "is down (ip link set $a up)" -i "xdp:$a"
 ip -n "$na" link set "$a" up
+# a frame bigger than the MTU is an error, never sent (bounded by time: pktgen retries to count)
+ip -n "$na" link set "$a" mtu 1000
+out=$(ip netns exec "$na" timeout 20 "$pg" -i "xdp:$a" -q -n 5 -s 1200 --duration 0.5 --json)
+grep -q '"packets": 0,' <<<"$out" && ! grep -q '"errors": 0,' <<<"$out" || bad "xdp: oversized frames: $out"
+ip -n "$na" link set "$a" mtu 1500
 # unprivileged: packet: and xdp: both say what they need
 for d in "xdp:$a" "packet:$a"; do
 	ip netns exec "$na" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \

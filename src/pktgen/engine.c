@@ -126,6 +126,7 @@ struct pg_dev {
 	uint16_t cur_udp_src, cur_udp_dst;
 	uint32_t cur_dst_mac_offset, cur_src_mac_offset;
 	unsigned int cur_queue_map, cur_imix;
+	int sent_queue; /* the queue of the last transmit (-1: none): it is what a flush pushes */
 	struct flow_state *flows;
 	unsigned int nflows, curfl;
 	uint32_t seq_num;
@@ -1246,6 +1247,7 @@ static void dev_start(struct pg_dev *d)
 	uint64_t t;
 
 	setup_inject(d);
+	d->sent_queue = -1;
 	free(d->flows);
 	d->flows = calloc(d->cflows ? d->cflows : 1, sizeof(*d->flows));
 	if (!d->flows) {
@@ -1321,11 +1323,13 @@ static void tx_unlock(struct pg_netdev *nd, unsigned int queue)
 
 static void dev_flush(struct pg_dev *d)
 {
-	if (!d->nd->dev->ops->flush)
+	unsigned int q = (unsigned int)d->sent_queue;
+
+	if (!d->nd->dev->ops->flush || d->sent_queue < 0)
 		return;
-	tx_lock(d->nd, d->cur_queue_map);
-	uskb_dev_flush(d->nd->dev, d->cur_queue_map);
-	tx_unlock(d->nd, d->cur_queue_map);
+	tx_lock(d->nd, q);
+	uskb_dev_flush(d->nd->dev, q);
+	tx_unlock(d->nd, q);
 }
 
 /* pktgen_stop_device() + show_results() */
@@ -1448,6 +1452,10 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
 	for (int i = 0; i < n; i++)
 		t->vec[i] = d->skb;
+	/* moving to another queue: what waits in the last one goes first */
+	if (d->sent_queue != (int)d->cur_queue_map)
+		dev_flush(d);
+	d->sent_queue = (int)d->cur_queue_map;
 	tx_lock(nd, d->cur_queue_map);
 	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
 	tx_unlock(nd, d->cur_queue_map);
