@@ -331,6 +331,8 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 		return -EOPNOTSUPP;
 	if (uskb_unlikely(queue >= dev->nqueues))
 		uskb_bug("dev_rx", NULL, "%s has no queue %u", dev->name, queue);
+	if (queue >= dev->nrxqueues)
+		return -EOPNOTSUPP;
 	if (max <= 0)
 		return 0;
 	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);

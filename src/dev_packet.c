@@ -13,7 +13,7 @@
  * uskb-pktgen's — keeps to one. Queue 0 is set up at open (its errors are
  * the open's), the others' rings at their first use.
  * Receiving (the first uskb_dev_rx) opens a second socket with a
- * TPACKET_V3 RX ring: 32 blocks of 256 KiB, a block handed over when full
+ * TPACKET_V3 RX ring: 64 blocks of 128 KiB, a block handed over when full
  * or after 1 ms. Frames become skbs through rxzc.c: long ones keep their
  * payload in the block, which goes back to the kernel when the last skb on
  * it is freed (or is copied out past the patience).
@@ -44,8 +44,8 @@
 #define RING_FRAMES 4096
 #define MMSG_MAX 64
 #define FLUSH_BATCH 64 /* frames queued in the ring before a send() */
-#define RX_BLOCK_ORDER 6 /* 256 KiB blocks */
-#define RX_BLOCKS 32
+#define RX_BLOCK_ORDER 5 /* 128 KiB blocks */
+#define RX_BLOCKS 64
 
 /* one queue: a socket, bound (and with its TX ring) at first use */
 struct ptx {
@@ -204,6 +204,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		return err;
 	}
 	dev->nqueues = nq;
+	dev->nrxqueues = 1;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
@@ -459,7 +460,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	uint64_t now = 0, deadline = 0;
 	int n = 0, err;
 
-	(void)queue;
+	(void)queue; /* 0: one ring takes all the interface's frames (nrxqueues 1) */
 	if (!p->zc && (err = rx_setup(dev, p)) < 0)
 		return err;
 	p->zc->patience_ns = (uint64_t)dev->rx_patience_ms * 1000000ull;
@@ -471,9 +472,13 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			struct pollfd pfd = { .fd = p->rx_fd, .events = POLLIN | POLLERR };
 			int wait;
 
-			/* ours, unless it is still out with skbs from its last round */
-			if ((__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) &&
-			    !rxzc_busy(p->zc, p->rx_cur)) {
+			/*
+			 * Ours, unless it is still out with skbs from its last
+			 * round: that first (acquire), then the status — a
+			 * give-back stores the status before the slot is free.
+			 */
+			if (!rxzc_busy(p->zc, p->rx_cur) &&
+			    (__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
 				rxzc_open(p->zc, p->rx_cur);
 				p->rx_left = b->hdr.bh1.num_pkts;
 				p->rx_pkt = (struct tpacket3_hdr *)((char *)b + b->hdr.bh1.offset_to_first_pkt);

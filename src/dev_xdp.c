@@ -288,7 +288,7 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 		return uskb_dev_fail(err, "xdp:%s: AF_XDP socket on queue %u: %s", tok, bad,
 				     strerror(err));
 	}
-	dev->nqueues = nq;
+	dev->nqueues = dev->nrxqueues = nq;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
 	return 0;
@@ -330,7 +330,8 @@ static void xdp_flush(struct uskb_dev *dev, unsigned int queue)
 {
 	struct xq *q = ((struct xdp_priv *)dev->priv)->q[queue];
 
-	if (q->tx_pending)
+	/* frames submitted since the last kick, or left by a kick the kernel cut short */
+	if (q->tx_pending || xsk_prod_nb_free(&q->tx, RING) < RING)
 		tx_drain(q);
 }
 
@@ -495,15 +496,21 @@ static int rx_start(struct uskb_dev *dev, struct xdp_priv *p, struct xq *q)
 	return 0;
 }
 
-/* the kernel's drops (its figures are totals): ring full, fill ring empty, others */
+/* the kernel's drops (its figures are totals) */
 static void rx_counters(struct uskb_dev *dev, unsigned int queue, struct xq *q)
 {
 	struct xdp_statistics st;
 	socklen_t len = sizeof(st);
 	uint64_t drops = q->alloc_drops;
 
+	/*
+	 * rx_dropped counts a frame lost for want of a fill-ring frame (the
+	 * fill-ring-empty figure counts the same events again) or too big;
+	 * rx_ring_full one lost to a full RX ring.
+	 */
+	memset(&st, 0, sizeof(st));
 	if (!getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_STATISTICS, &st, &len))
-		drops += st.rx_dropped + st.rx_ring_full + st.rx_fill_ring_empty_descs;
+		drops += st.rx_dropped + st.rx_ring_full;
 	__atomic_store_n(&dev->qstats[queue].rx_dropped, drops, __ATOMIC_RELAXED);
 }
 
@@ -533,7 +540,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 				unsigned char *data = q->area + d->addr;
 				struct uskb *skb;
 
-				if (d->len < q->zc->copybreak) {
+				if (d->len < rxzc_copybreak(q->zc)) {
 					/* short: copied, the frame straight back */
 					skb = uskb_dev_alloc(d->len);
 					if (skb) {

@@ -28,8 +28,16 @@
 #include "internal.h"
 #include "rxzc.h"
 
-/* RETURNING: the last reference is gone, the give-back is under way */
-enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED, UNIT_RETURNING };
+/*
+ * RETURNING: the last reference is gone, the give-back is under way.
+ * GRACE: the slot's memory was copied out and its old unit detached; the
+ * memory goes back to the kernel only GRACE_NS later, so a reader on
+ * another thread that took the old address just before the switch is not
+ * overwritten under it.
+ */
+enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED, UNIT_RETURNING, UNIT_GRACE };
+
+#define GRACE_NS (10 * 1000000ull)
 
 uint64_t rxzc_now(void)
 {
@@ -131,7 +139,7 @@ void rxzc_open(struct rxzc *zc, unsigned int i)
 struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len)
 {
 	struct rxzc_unit *u = zc->slot[i];
-	unsigned int head = len < zc->copybreak ? len : USKB_ZC_GOODCOPY_LEN;
+	unsigned int head = len < rxzc_copybreak(zc) ? len : USKB_ZC_GOODCOPY_LEN;
 	struct uskb *skb = uskb_dev_alloc(head);
 	struct uskb_shared_info *sh;
 
@@ -176,27 +184,31 @@ static bool unit_tryget(struct rxzc_unit *u)
 	return false;
 }
 
+enum { ORPHAN_NONE, ORPHAN_DETACHED, ORPHAN_NOMEM };
+
 /*
- * Copy slot i out of the kernel's memory if skbs still hold it, detach its
- * unit and give the slot a fresh one (@replace; not when closing). False
- * when out of memory.
+ * Copy slot i out of the kernel's memory if skbs still hold it and detach
+ * its unit: from then on the unit is the skbs' (the last frees it) and
+ * must not be touched here. With @now (not when closing) the slot gets a
+ * fresh unit, in GRACE until its memory goes back. ORPHAN_NONE: nothing
+ * held it, or its last reference is being dropped elsewhere right now.
  */
-static bool orphan(struct rxzc *zc, unsigned int i, bool replace)
+static int orphan(struct rxzc *zc, unsigned int i, uint64_t now)
 {
 	struct rxzc_unit *u = zc->slot[i], *fresh = NULL;
 	struct uskb_page *copy;
 	int state = atomic_load_explicit(&u->state, memory_order_acquire);
 
-	if (state == UNIT_FREE || !unit_tryget(u))
-		return true; /* nobody holds it (a completion may be finishing) */
+	if ((state != UNIT_HELD && state != UNIT_OPEN) || !unit_tryget(u))
+		return ORPHAN_NONE;
 	copy = uskb_page_alloc(zc->order);
-	if (replace && copy)
+	if (now && copy)
 		fresh = unit_new(zc, i);
-	if (!copy || (replace && !fresh)) {
+	if (!copy || (now && !fresh)) {
 		if (copy)
 			uskb_page_put(copy);
 		uskb_zcopy_put(&u->ubuf);
-		return false;
+		return ORPHAN_NOMEM;
 	}
 	memcpy(uskb_page_address(copy), u->page.addr, (size_t)USKB_PAGE_SIZE << zc->order);
 	u->copy = copy;
@@ -206,15 +218,16 @@ static bool orphan(struct rxzc *zc, unsigned int i, bool replace)
 	/* with our reference held nobody completes it meanwhile */
 	atomic_store_explicit(&u->state, UNIT_ORPHANED, memory_order_release);
 	u->zc = NULL;
-	if (fresh)
+	if (fresh) {
+		fresh->held_since = now;
+		atomic_store_explicit(&fresh->state, UNIT_GRACE, memory_order_relaxed);
 		zc->slot[i] = fresh;
-	if (replace && !atomic_load_explicit(&zc->dead, memory_order_acquire))
-		zc->give_back(zc, i);
+	}
 	zc->orphaned++;
 	if (state == UNIT_OPEN)
 		uskb_zcopy_put(&u->ubuf); /* the device's: it is done with the slot too */
-	uskb_zcopy_put(&u->ubuf);
-	return true;
+	uskb_zcopy_put(&u->ubuf);	  /* ours: maybe the last, freeing u */
+	return ORPHAN_DETACHED;
 }
 
 void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
@@ -227,13 +240,25 @@ void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
 		return;
 	for (i = 0; i < zc->n; i++) {
 		struct rxzc_unit *u = zc->slot[i];
+		int state = atomic_load_explicit(&u->state, memory_order_acquire);
 
-		if (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_HELD)
+		if (state == UNIT_GRACE && now - u->held_since >= GRACE_NS) {
+			/* the copy has been in place long enough: the kernel may have the memory */
+			zc->give_back(zc, i);
+			atomic_store_explicit(&u->state, UNIT_FREE, memory_order_release);
+			out--;
+			continue;
+		}
+		if (state != UNIT_HELD)
 			continue;
 		if (zc->n - out < min_free || now - u->held_since >= zc->patience_ns) {
-			if (!orphan(zc, i, true))
+			int r = orphan(zc, i, now);
+
+			if (r == ORPHAN_NOMEM)
 				break;
-			out--;
+			/* (a detached slot stays out for its grace) */
+			if (r == ORPHAN_NONE)
+				out--;
 		}
 	}
 }
@@ -248,16 +273,25 @@ void rxzc_destroy(struct rxzc *zc)
 	atomic_store_explicit(&zc->dead, true, memory_order_seq_cst);
 	for (i = 0; i < zc->n; i++) {
 		struct rxzc_unit *u = zc->slot[i];
+		int state = atomic_load_explicit(&u->state, memory_order_acquire);
 
-		if (!orphan(zc, i, false))
-			uskb_bug("rxzc_destroy", NULL,
-				 "no memory to copy out a received block still in use");
-		if (u->zc) {
-			/* not orphaned: free, or a completion elsewhere is finishing with it */
-			while (atomic_load_explicit(&u->state, memory_order_acquire) != UNIT_FREE)
-				sched_yield();
-			free(u);
+		if (state == UNIT_OPEN && atomic_load_explicit(&u->ubuf.refcnt, memory_order_acquire) == 1) {
+			/* walked part-way, no skb on it: only the device's reference to drop */
+			uskb_zcopy_put(&u->ubuf);
+		} else {
+			int r = orphan(zc, i, 0);
+
+			if (r == ORPHAN_NOMEM)
+				uskb_bug("rxzc_destroy", NULL,
+					 "no memory to copy out a received block still in use");
+			if (r == ORPHAN_DETACHED)
+				continue; /* the skbs' now */
 		}
+		/* ours again once a completion elsewhere (if any) has finished with it */
+		while ((state = atomic_load_explicit(&u->state, memory_order_acquire)) != UNIT_FREE &&
+		       state != UNIT_GRACE)
+			sched_yield();
+		free(u);
 	}
 	free(zc);
 }

@@ -33,6 +33,12 @@ struct rxzc {
 	struct rxzc_unit *slot[]; /* changed by the receiving thread only */
 };
 
+/* frames shorter than this are copied whole; never within the copied head */
+static inline unsigned int rxzc_copybreak(const struct rxzc *zc)
+{
+	return zc->copybreak > USKB_ZC_GOODCOPY_LEN ? zc->copybreak : USKB_ZC_GOODCOPY_LEN + 1;
+}
+
 __rxzc uint64_t rxzc_now(void);
 /* n slots of 4 KiB << order; addr_of(owner, i) is slot i's memory */
 __rxzc struct rxzc *rxzc_create(unsigned int n, unsigned int order,
@@ -46,7 +52,10 @@ __rxzc void rxzc_open(struct rxzc *zc, unsigned int i);
 __rxzc struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len);
 /* the device is through with slot i: it goes back once its skbs are gone */
 __rxzc void rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now);
-/* copy out slots held past the patience, or while fewer than min_free are not out */
+/*
+ * Copy out slots held past the patience, or while fewer than min_free are
+ * not out; give back the memory of slots copied out at least 10 ms ago.
+ */
 __rxzc void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free);
 /* copy out everything still held; after it nothing touches the region */
 __rxzc void rxzc_destroy(struct rxzc *zc);

@@ -150,7 +150,7 @@ kill -INT $rxp
 wait $rxp
 # an XDP program of someone else's: ours does not replace it
 obj=$root/build/bpf/xdp_drop.o
-[ -f "$obj" ] || { "$net" up -p "$p-y" -x >/dev/null 2>&1; "$net" down -p "$p-y" >/dev/null 2>&1; }
+[ -f "$obj" ] || { "$net" up -p "${p}y" -x >/dev/null; "$net" down -p "${p}y" >/dev/null 2>&1; }
 if [ -f "$obj" ]; then
 	ip -n "$nb" link set "$b" xdpgeneric obj "$obj" sec xdp || bad "cannot attach $obj"
 	ip netns exec "$nb" timeout 20 "$pg" --rx "xdp:$b" -q --duration 1 >/dev/null 2>"$tmp/err"

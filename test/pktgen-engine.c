@@ -24,12 +24,19 @@ static struct {
 	uint32_t last;
 	int distinct; /* packets built: changes of seq_num */
 	uint16_t queue_max;
+	int last_q, pending[2], switches; /* frames not flushed per queue; queue changes */
 } rec;
 
 static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
 {
 	(void)dev;
-	(void)queue;
+	if ((int)queue != rec.last_q) {
+		/* the queue left was flushed first: nothing of it may wait behind us */
+		CHECK_EQ(rec.pending[rec.last_q], 0);
+		rec.switches++;
+		rec.last_q = (int)queue;
+	}
+	rec.pending[queue] += n;
 	rec.calls++;
 	for (int i = 0; i < n; i++) {
 		unsigned char pgh[16];
@@ -59,12 +66,18 @@ static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	}
 }
 
-static const struct uskb_dev_ops rec_ops = { .type = "rec", .xmit = rec_xmit };
+static void rec_flush(struct uskb_dev *dev, unsigned int queue)
+{
+	(void)dev;
+	rec.pending[queue] = 0;
+}
+
+static const struct uskb_dev_ops rec_ops = { .type = "rec", .xmit = rec_xmit, .flush = rec_flush };
 
 static struct uskb_dev *rec_dev(void)
 {
 	static struct uskb_dev dev;
-	static struct uskb_dev_stats qstats[1];
+	static struct uskb_dev_stats qstats[2];
 
 	memset(&dev, 0, sizeof(dev));
 	memset(qstats, 0, sizeof(qstats));
@@ -73,7 +86,7 @@ static struct uskb_dev *rec_dev(void)
 	dev.ops = &rec_ops;
 	dev.features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev.mtu = 1500;
-	dev.nqueues = 1;
+	dev.nqueues = 2; /* queue 1 for test_queues */
 	memcpy(dev.mac, "\x02\x00\x00\x00\x00\x01", 6);
 	memset(&rec, 0, sizeof(rec));
 	return &dev;
@@ -330,6 +343,15 @@ static uint64_t page_sum(const unsigned char *p)
 	return s;
 }
 
+/* queues: a run cycling over two flushes the one it leaves, and the last at the end */
+static void test_queues(void)
+{
+	run_rec(100, 1, 3, 0, 0, "queue_map_max 1");
+	CHECK_EQ(rec.pkts, 100);
+	CHECK(rec.switches >= 20); /* a new queue with each new packet (every 4 sends) */
+	CHECK_EQ(rec.pending[0] + rec.pending[1], 0);
+}
+
 static void test_zero_page(void)
 {
 	struct uskb_page *zp = uskb_zero_page();
@@ -472,6 +494,7 @@ int main(void)
 {
 	test_commands();
 	test_reuse();
+	test_queues();
 	test_zero_page();
 	test_threads();
 	test_stop_and_delay();

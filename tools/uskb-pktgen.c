@@ -706,8 +706,8 @@ static int rx_main(const char *spec, unsigned long long count)
 		double m;
 
 		/* every queue in turn; with one, wait in it */
-		for (unsigned int q = 0; q < d->nqueues && !interrupted; q++) {
-			int n = uskb_dev_rx(d, q, skbs, 64, d->nqueues > 1 ? 0 : 100);
+		for (unsigned int q = 0; q < (d->nrxqueues ? d->nrxqueues : 1) && !interrupted; q++) {
+			int n = uskb_dev_rx(d, q, skbs, 64, d->nrxqueues > 1 ? 0 : 100);
 			uint64_t now = realtime_ns();
 
 			if (n < 0 && n != -EINTR) {
@@ -725,7 +725,7 @@ static int rx_main(const char *spec, unsigned long long count)
 			}
 			total += n > 0 ? n : 0;
 		}
-		if (!total && d->nqueues > 1)
+		if (!total && d->nrxqueues > 1)
 			usleep(200);
 		if (!started) {
 			started = true;

@@ -89,6 +89,7 @@ struct uskb_dev {
 	uint32_t features; /**< USKB_DEV_F_* */
 	unsigned int mtu;  /**< largest frame without the Ethernet header */
 	unsigned int nqueues;
+	unsigned int nrxqueues; /**< queues uskb_dev_rx takes (0 .. nrxqueues-1); 0: none */
 	uint8_t mac[6];
 	/**
 	 * Counters, one set per queue (nqueues): each is written only by the
@@ -100,9 +101,10 @@ struct uskb_dev {
 	/**
 	 * How long a received skb may keep the kernel's memory (ms, default
 	 * 100): past it — or when half the ring is held — the memory is
-	 * copied out (orphaned) and given back; the skbs on it do not notice.
-	 * Checked while receiving. A pointer into a frag's memory is good for
-	 * the patience only: keep the skb, not the pointer.
+	 * copied out (orphaned), the skbs on it switched to the copy, and
+	 * the memory given back 10 ms later. Checked while receiving. Keep
+	 * the skb, not a pointer into a frag's memory: such a pointer is good
+	 * for the patience plus those 10 ms only.
 	 */
 	unsigned int rx_patience_ms;
 	void *priv;
@@ -139,7 +141,8 @@ USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb
  * mac_header at the Ethernet header, protocol set, tstamp the kernel's
  * receive time (CLOCK_REALTIME ns) where the device has one. Returns how
  * many (0 on timeout, or -EINTR when a signal arrived), -EOPNOTSUPP for a
- * device that cannot receive, or another -errno.
+ * device (or a queue: see nrxqueues) that cannot receive, or another
+ * -errno. packet: receives everything on queue 0; xdp: on every queue.
  */
 USKB_API int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
 			 int timeout_ms);

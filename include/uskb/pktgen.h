@@ -143,7 +143,7 @@ struct uskb_pktgen_rx_stats {
 	uint64_t lost;		 /**< numbers missing below each stream's highest */
 	uint64_t reordered;	 /**< arrived after a higher number */
 	uint64_t duplicates;
-	unsigned int streams;	 /**< distinct senders (more than 256 are counted together) */
+	unsigned int streams;	 /**< distinct senders (past 256 their packets count, their numbers are not followed) */
 	uint64_t lat_samples;	 /**< packets with a send time (no NO_TIMESTAMP) */
 	/** latency in ns: exact min and max; percentiles within 1/16 (a histogram) */
 	uint64_t lat_min, lat_p50, lat_p99, lat_p999, lat_max;

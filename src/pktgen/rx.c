@@ -20,7 +20,7 @@
 struct stream {
 	uint8_t key[22]; /* source MAC + source address (IPv4 in the first 4 of 16) */
 	bool used;
-	uint32_t first, max;
+	uint64_t first, max; /* 32-bit numbers extended: they wrap after 2^32 packets */
 	uint64_t unique;
 	uint64_t *seen; /* WINDOW bits, seq % WINDOW */
 };
@@ -137,7 +137,7 @@ static struct stream *find_stream(struct uskb_pktgen_rx *rx, const uint8_t key[2
 	return NULL; /* full: counted, not followed */
 }
 
-static bool test_and_set(struct stream *s, uint32_t seq)
+static bool test_and_set(struct stream *s, uint64_t seq)
 {
 	uint64_t bit = 1ull << (seq % 64), *w = &s->seen[(seq % WINDOW) / 64];
 	bool was = *w & bit;
@@ -146,19 +146,24 @@ static bool test_and_set(struct stream *s, uint32_t seq)
 	return was;
 }
 
-static void track(struct uskb_pktgen_rx *rx, struct stream *s, uint32_t seq)
+static void track(struct uskb_pktgen_rx *rx, struct stream *s, uint32_t seq32)
 {
+	uint64_t seq;
+
 	if (!s->unique) {
-		s->first = s->max = seq;
+		/* 2^32 up: room below for late ones */
+		s->first = s->max = (1ull << 32) | seq32;
 		s->unique = 1;
-		test_and_set(s, seq);
+		test_and_set(s, s->max);
 		return;
 	}
+	/* the nearest number with these low 32 bits: serial arithmetic across the wrap */
+	seq = s->max + (uint64_t)(int64_t)(int32_t)(seq32 - (uint32_t)s->max);
 	if (seq > s->max) {
 		if (seq - s->max >= WINDOW) {
 			memset(s->seen, 0, WINDOW / 8);
 		} else {
-			for (uint32_t q = s->max + 1; q != seq; q++)
+			for (uint64_t q = s->max + 1; q != seq; q++)
 				s->seen[(q % WINDOW) / 64] &= ~(1ull << (q % 64));
 		}
 		s->max = seq;
@@ -254,7 +259,7 @@ void uskb_pktgen_rx_stats(const struct uskb_pktgen_rx *rx, struct uskb_pktgen_rx
 	st->lost = 0;
 	for (int i = 0; i < MAX_STREAMS; i++) {
 		const struct stream *s = &rx->streams[i];
-		uint64_t span = (uint64_t)s->max - s->first + 1;
+		uint64_t span = s->max - s->first + 1;
 
 		if (s->used && span > s->unique)
 			st->lost += span - s->unique;
