@@ -86,8 +86,8 @@ for d in "xdp:$a" "packet:$a"; do
 	echo "$d -t 2 on two queues: 2 x $N sent and received"
 done
 
-# one thread cycling over both queues (queue_map_min/max): a queue it leaves
-# is flushed first, so nothing stays behind in either
+# one thread cycling over both queues (queue_map_min/max) loses nothing (that
+# the queue left is flushed at once is pktgen-engine's test_queues)
 ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $N --duration 30 --json -q >"$tmp/rx.json" &
 rxp=$!
 sleep 0.7

@@ -868,9 +868,9 @@ int main(int argc, char **argv)
 		const char *kind = dev ? dev : "packet", *opts = strchr(kind, ':');
 
 		veth_up();
-		/* packet[:...] or xdp[:...]: the options follow the interface */
+		/* packet[:[:]OPTS] or xdp[:[:]OPTS]: the options follow the interface */
 		snprintf(vdev, sizeof(vdev), "%.*s:%s%s", (int)(opts ? opts - kind : (long)strlen(kind)),
-			 kind, veth_if[0], opts && opts[1] == ':' ? opts + 1 : "");
+			 kind, veth_if[0], !opts ? "" : opts[1] == ':' ? opts + 1 : opts);
 		dev = vdev;
 		if (!dst)
 			dst = ip6 ? "fd00::2" : "198.18.0.2";
