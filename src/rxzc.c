@@ -15,7 +15,8 @@
  * Patience: a slot still referenced long after the device finished with it
  * (or while too few are left to the kernel) is copied into a private block
  * and its descriptor switched to the copy, so every skb on it — clones
- * included — keeps correct data while the kernel has its memory back. The
+ * included — keeps correct data while the kernel has its memory back (10 ms
+ * later: the grace a reader on another thread may still need). The
  * orphaned unit lives on alone until its last skb is freed; the slot gets
  * a new one. Orphaning happens on the receiving thread, inside rx.
  */
@@ -55,7 +56,7 @@ static void unit_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success
 	(void)skb;
 	(void)success;
 	if (atomic_load_explicit(&u->state, memory_order_acquire) == UNIT_ORPHANED) {
-		/* alone since the copy: the kernel had the memory back then */
+		/* alone since the copy: the slot went on with a fresh unit */
 		uskb_page_put(u->copy);
 		free(u);
 		return;
