@@ -201,7 +201,7 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 	char buf[64], *tok, *save = NULL;
 	struct xdp_priv *p = NULL;
 	unsigned int nq, first = 0, want = 0;
-	int fd, err, mode = -1; /* -1: zero-copy, else copy */
+	int fd, err, mode = -1; /* XDP_COPY or XDP_ZEROCOPY as told; -1: zero-copy where it can */
 	bool one = false;
 
 	if (!arg || !*arg)
