@@ -463,8 +463,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	(void)queue; /* 0: one ring takes all the interface's frames (nrxqueues 1) */
 	if (!p->zc && (err = rx_setup(dev, p)) < 0)
 		return err;
-	p->zc->patience_ns = (uint64_t)dev->rx_patience_ms * 1000000ull;
-	p->zc->copybreak = uskb_zerocopy_min_len();
+	rxzc_tune(p->zc, dev->rx_patience_ms);
 	while (n < max) {
 		struct tpacket_block_desc *b = rx_block(p, p->rx_cur);
 
@@ -527,8 +526,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		}
 	}
 	rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
-	__atomic_store_n(&dev->qstats[0].rx_copied, p->zc->copied, __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->qstats[0].rx_orphaned, p->zc->orphaned, __ATOMIC_RELAXED);
+	rxzc_publish(p->zc, &dev->qstats[0]);
 	return n;
 }
 

@@ -524,8 +524,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 
 	if (!q->rx_on && (err = rx_start(dev, p, q)))
 		return err;
-	q->zc->patience_ns = (uint64_t)dev->rx_patience_ms * 1000000ull;
-	q->zc->copybreak = uskb_zerocopy_min_len();
+	rxzc_tune(q->zc, dev->rx_patience_ms);
 	for (;;) {
 		uint32_t idx, mine[64];
 		unsigned int got, nmine = 0;
@@ -540,7 +539,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 				unsigned char *data = q->area + d->addr;
 				struct uskb *skb;
 
-				if (d->len < rxzc_copybreak(q->zc)) {
+				if (d->len < q->zc->copybreak) {
 					/* short: copied, the frame straight back */
 					skb = uskb_dev_alloc(d->len);
 					if (skb) {
@@ -596,8 +595,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		rx_counters(dev, queue, q);
 		q->next_patience = now + 10 * 1000000ull;
 	}
-	__atomic_store_n(&dev->qstats[queue].rx_copied, q->zc->copied, __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->qstats[queue].rx_orphaned, q->zc->orphaned, __ATOMIC_RELAXED);
+	rxzc_publish(q->zc, &dev->qstats[queue]);
 	return n;
 }
 

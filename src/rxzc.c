@@ -104,8 +104,7 @@ struct rxzc *rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(vo
 	zc->give_back = give_back;
 	zc->owner = owner;
 	zc->addr_of = addr_of;
-	zc->patience_ns = 100 * 1000000ull;
-	zc->copybreak = USKB_ZC_MIN_LEN;
+	rxzc_tune(zc, 100);
 	for (i = 0; i < n; i++) {
 		zc->slot[i] = unit_new(zc, i);
 		if (!zc->slot[i]) {
@@ -140,7 +139,7 @@ void rxzc_open(struct rxzc *zc, unsigned int i)
 struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len)
 {
 	struct rxzc_unit *u = zc->slot[i];
-	unsigned int head = len < rxzc_copybreak(zc) ? len : USKB_ZC_GOODCOPY_LEN;
+	unsigned int head = len < zc->copybreak ? len : USKB_ZC_GOODCOPY_LEN;
 	struct uskb *skb = uskb_dev_alloc(head);
 	struct uskb_shared_info *sh;
 

@@ -24,7 +24,7 @@ struct rxzc_unit {
 struct rxzc {
 	atomic_bool dead;	/* the owner is closing: nothing goes back */
 	unsigned int n, order;
-	unsigned int copybreak; /* frames shorter than this are copied whole */
+	unsigned int copybreak; /* frames shorter than this are copied whole (rxzc_tune) */
 	uint64_t patience_ns;
 	uint64_t copied, orphaned; /* receiving thread only */
 	void (*give_back)(struct rxzc *zc, unsigned int idx);
@@ -33,10 +33,23 @@ struct rxzc {
 	struct rxzc_unit *slot[]; /* changed by the receiving thread only */
 };
 
-/* frames shorter than this are copied whole; never within the copied head */
-static inline unsigned int rxzc_copybreak(const struct rxzc *zc)
+/*
+ * At the start of each receive call: the device's patience and the
+ * library's copy break (never within the 128 bytes the head copies).
+ */
+static inline void rxzc_tune(struct rxzc *zc, unsigned int patience_ms)
 {
-	return zc->copybreak > USKB_ZC_GOODCOPY_LEN ? zc->copybreak : USKB_ZC_GOODCOPY_LEN + 1;
+	unsigned int cb = uskb_zerocopy_min_len();
+
+	zc->patience_ns = (uint64_t)patience_ms * 1000000ull;
+	zc->copybreak = cb > USKB_ZC_GOODCOPY_LEN ? cb : USKB_ZC_GOODCOPY_LEN + 1;
+}
+
+/* At its end: the counts the receiving thread keeps, into the queue's counters. */
+static inline void rxzc_publish(const struct rxzc *zc, struct uskb_dev_stats *q)
+{
+	__atomic_store_n(&q->rx_copied, zc->copied, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->rx_orphaned, zc->orphaned, __ATOMIC_RELAXED);
 }
 
 __rxzc uint64_t rxzc_now(void);
