@@ -26,14 +26,16 @@ OPT         ?= -O2
 CFLAGS      ?= $(OPT) -g
 WARN        := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
 BASEFLAGS   := -std=gnu11 -Iinclude $(WARN) $(SANFLAGS)
-LIBFLAGS    = $(BASEFLAGS) -fPIC -fvisibility=hidden $(LIBFLAGS_XDP)
+LIBFLAGS    = $(BASEFLAGS) -Isrc -fPIC -fvisibility=hidden
 LDLIBS      := -lpthread
 
 # the xdp: device needs libxdp and libbpf (libxdp-dev, libbpf-dev); without them it says so
 HAVE_XDP    ?= $(shell pkg-config --exists libxdp libbpf 2>/dev/null && echo 1)
 ifeq ($(HAVE_XDP),1)
-LIBFLAGS_XDP := -DUSKB_HAVE_XDP $(shell pkg-config --cflags libxdp libbpf)
-LDLIBS      += $(shell pkg-config --libs libxdp libbpf)
+XDP_CFLAGS  := -DUSKB_HAVE_XDP $(shell pkg-config --cflags libxdp libbpf)
+XDP_LIBS    := $(shell pkg-config --libs libxdp libbpf)
+else
+$(info uskb: libxdp-dev/libbpf-dev not found: building everything but the xdp: device)
 endif
 
 ifneq ($(V),1)
@@ -44,11 +46,33 @@ Q :=
 quiet =
 endif
 
-LIB_SRCS    := $(wildcard src/*.c src/pktgen/*.c)
-LIB_OBJS    := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
+# The layers, bottom up: a file may call into its own layer and the ones
+# before it, never after (scripts/check-layers, docs/architecture.md).
+LAYERS      := lib mem skb ubuf dev pktgen tools
+
+# three libraries: the buffers (libuskb), the devices (libuskb-netdev, the
+# only one that needs libxdp), and pktgen (libuskb-pktgen)
+CORE_SRCS   := $(wildcard src/lib/*.c src/mem/*.c src/skb/*.c src/ubuf/*.c)
+NETDEV_SRCS := $(wildcard src/dev/*.c)
+PKTGEN_SRCS := $(wildcard src/pktgen/*.c)
+LIB_SRCS    := $(CORE_SRCS) $(NETDEV_SRCS) $(PKTGEN_SRCS)
+objs         = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(1))
+CORE_OBJS   := $(call objs,$(CORE_SRCS))
+NETDEV_OBJS := $(call objs,$(NETDEV_SRCS))
+PKTGEN_OBJS := $(call objs,$(PKTGEN_SRCS))
+LIB_OBJS    := $(CORE_OBJS) $(NETDEV_OBJS) $(PKTGEN_OBJS)
 HEADERS     := $(wildcard include/uskb/*.h)
+PRIV_HEADERS := $(wildcard src/*/*.h)
 STATIC      := $(BUILD)/libuskb.a
+NETDEV_A    := $(BUILD)/libuskb-netdev.a
+PKTGEN_A    := $(BUILD)/libuskb-pktgen.a
 SHARED      := $(BUILD)/libuskb.so.$(VERSION)
+NETDEV_SO   := $(BUILD)/libuskb-netdev.so.$(VERSION)
+PKTGEN_SO   := $(BUILD)/libuskb-pktgen.so.$(VERSION)
+PCS         := $(BUILD)/uskb.pc $(BUILD)/uskb-netdev.pc $(BUILD)/uskb-pktgen.pc
+# what a program using devices or pktgen links, in link order
+ALL_A       := $(PKTGEN_A) $(NETDEV_A) $(STATIC)
+ALL_LDLIBS  := $(XDP_LIBS) $(LDLIBS)
 TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
@@ -58,32 +82,54 @@ TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
 
-.PHONY: all lib tests tools examples demo deps test check fuzz fuzz-run bench install uninstall clean format
+.PHONY: all lib tests tools examples demo deps test check check-layers fuzz fuzz-run bench install uninstall clean format
 
 all: lib tools examples
 
-lib: $(STATIC) $(SHARED) $(BUILD)/uskb.pc
+lib: $(STATIC) $(NETDEV_A) $(PKTGEN_A) $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(PCS)
 
-$(BUILD)/obj/%.o: src/%.c $(HEADERS) src/internal.h
+$(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 
-$(STATIC): $(LIB_OBJS)
+$(BUILD)/obj/dev/xdp.o: LIBFLAGS += $(XDP_CFLAGS)
+
+$(BUILD)/%.a:
 	$(call quiet,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJS) src/libuskb.map
-	$(call quiet,LD,$@)
-	$(Q)$(CC) -shared -Wl,-soname,libuskb.so.$(SOVERSION) \
-		-Wl,--version-script=src/libuskb.map $(SANFLAGS) $(CFLAGS) -o $@ $(LIB_OBJS) $(LDLIBS)
-	$(Q)ln -sf libuskb.so.$(VERSION) $(BUILD)/libuskb.so.$(SOVERSION)
-	$(Q)ln -sf libuskb.so.$(VERSION) $(BUILD)/libuskb.so
+$(STATIC): $(CORE_OBJS)
+$(NETDEV_A): $(NETDEV_OBJS)
+$(PKTGEN_A): $(PKTGEN_OBJS)
 
-$(BUILD)/uskb.pc: uskb.pc.in Makefile
+# lib NAME, objects, map, libraries below it
+define shared_lib
+	$(call quiet,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,$(1).so.$(SOVERSION) -Wl,--version-script=$(3) \
+		$(SANFLAGS) $(CFLAGS) -o $@ $(2) -L$(BUILD) $(4)
+	$(Q)ln -sf $(1).so.$(VERSION) $(BUILD)/$(1).so.$(SOVERSION)
+	$(Q)ln -sf $(1).so.$(VERSION) $(BUILD)/$(1).so
+endef
+
+$(SHARED): $(CORE_OBJS) src/libuskb.map
+	$(call shared_lib,libuskb,$(CORE_OBJS),src/libuskb.map,$(LDLIBS))
+
+$(NETDEV_SO): $(NETDEV_OBJS) src/dev/libuskb-netdev.map $(SHARED)
+	$(call shared_lib,libuskb-netdev,$(NETDEV_OBJS),src/dev/libuskb-netdev.map,-luskb $(XDP_LIBS) $(LDLIBS))
+
+$(PKTGEN_SO): $(PKTGEN_OBJS) src/pktgen/libuskb-pktgen.map $(NETDEV_SO)
+	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(LDLIBS))
+
+$(BUILD)/%.pc: %.pc.in Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' $< > $@
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@XDP_LIBS@|$(XDP_LIBS)|g' $< > $@
+
+# no call from a lower layer into a higher one
+check-layers: lib $(TOOL_BINS)
+	@scripts/check-layers $(BUILD)/obj $(LAYERS)
 
 # ---- examples, tests ----
 
@@ -96,10 +142,10 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 tools: $(TOOL_BINS)
 
-$(BUILD)/tools/%: tools/%.c $(STATIC)
+$(BUILD)/tools/%: tools/%.c $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS)
 
@@ -108,10 +154,10 @@ $(BUILD)/test/%: test/%.sh
 	@mkdir -p $(@D)
 	$(Q)install -m 755 $< $@
 
-$(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(STATIC)
+$(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(STATIC) $(LDLIBS)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 # Build dependencies (Debian): installed when missing, as root or via sudo.
 deps:
@@ -134,15 +180,15 @@ test check: deps
 # ---- fuzzing (clang + libFuzzer) ----
 
 FUZZ_CC     ?= clang
-FUZZ_FLAGS  := -std=gnu11 -Iinclude -g -O1 -fsanitize=fuzzer,address,undefined
+FUZZ_FLAGS  := -std=gnu11 -Iinclude -Isrc -g -O1 -fsanitize=fuzzer,address,undefined
 FUZZ_TIME   ?= 60
 
 fuzz: build/fuzz/fuzz_skb build/fuzz/fuzz_pktgen
 
-build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(LIB_SRCS) $(HEADERS)
+build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(CORE_SRCS) $(HEADERS)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(LIB_SRCS) -o $@ -lpthread
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(CORE_SRCS) -o $@ -lpthread
 
 build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS)
 	@mkdir -p $(@D)
@@ -172,23 +218,25 @@ install: lib tools
 	install -m 644 man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 share/pktgen/*.sh $(DESTDIR)$(DATADIR)/uskb/pktgen/
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
-	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/
-	ln -sf libuskb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuskb.so.$(SOVERSION)
-	ln -sf libuskb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libuskb.so
-	install -m 644 $(BUILD)/uskb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 644 $(ALL_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(DESTDIR)$(LIBDIR)/
+	for l in libuskb libuskb-netdev libuskb-pktgen; do \
+		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION); \
+		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so; done
+	install -m 644 $(PCS) $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/uskb
-	rm -f $(DESTDIR)$(LIBDIR)/libuskb.* $(DESTDIR)$(LIBDIR)/pkgconfig/uskb.pc
+	rm -f $(DESTDIR)$(LIBDIR)/libuskb.* $(DESTDIR)$(LIBDIR)/libuskb-netdev.* \
+		$(DESTDIR)$(LIBDIR)/libuskb-pktgen.* $(DESTDIR)$(LIBDIR)/pkgconfig/uskb*.pc
 	cd man/man3 && for f in *.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$f; done
 	cd man/man8 && for f in *.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$$f; done
 	rm -f $(patsubst $(BUILD)/tools/%,$(DESTDIR)$(BINDIR)/%,$(TOOL_BINS))
 	rm -rf $(DESTDIR)$(DATADIR)/uskb
 
 format:
-	clang-format -i src/*.c src/pktgen/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/*.c
+	clang-format -i src/*/*.c src/*/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/*.c
 
 clean:
 	rm -rf build

@@ -9,6 +9,8 @@
  */
 #include <arpa/inet.h>
 #include <uskb/uskb.h>
+#include <uskb/dev.h>
+#include <uskb/pktgen.h>
 #include "bench.h"
 
 #define N 1000000

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uskb/uskb.h>
+#include <uskb/dev.h>
+#include <uskb/pktgen.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {

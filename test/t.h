@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uskb/uskb.h>
+#include <uskb/dev.h>
+#include <uskb/pktgen.h>
 
 #define T_SKIP 77
 

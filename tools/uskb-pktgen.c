@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uskb/uskb.h>
+#include <uskb/dev.h>
+#include <uskb/pktgen.h>
 
 #define VERSION "0.1.0"
 

@@ -108,6 +108,12 @@ struct uskb_dev {
 	 */
 	unsigned int rx_patience_ms;
 	void *priv;
+	/**
+	 * Why the device last failed after it was opened (a queue set up on
+	 * first use, a send the kernel refused): read it with
+	 * uskb_dev_last_error(). Empty when nothing failed.
+	 */
+	char last_error[160];
 };
 
 /**
@@ -124,6 +130,18 @@ struct uskb_dev {
 USKB_API struct uskb_dev *uskb_dev_open(const char *spec);
 /** One line explaining why the calling thread's last uskb_dev_open failed. */
 USKB_API const char *uskb_dev_strerror(void);
+/**
+ * Copy why @dev last failed after its open (see struct uskb_dev's
+ * last_error) into @buf; the text's length (0: nothing failed), or -EINVAL.
+ */
+USKB_API int uskb_dev_last_error(const struct uskb_dev *dev, char *buf, size_t len);
+/**
+ * Add a device type: uskb_dev_open("TYPE:ARG") then calls @ops->open (open
+ * and xmit are required). @ops must outlive every device of its type.
+ * 0, -EEXIST for a type that is already there, -EINVAL for a type with a
+ * ':' or without open/xmit, -ENOSPC past 32 types.
+ */
+USKB_API int uskb_dev_register(const struct uskb_dev_ops *ops);
 /** Flush and close; NULL is ignored. */
 USKB_API void uskb_dev_close(struct uskb_dev *dev);
 /**

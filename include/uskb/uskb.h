@@ -17,7 +17,8 @@
 #include "stats.h"
 #include "cache.h"
 #include "ubuf.h"
-#include "dev.h"
-#include "pktgen.h"
+
+/* Devices (uskb/dev.h, libuskb-netdev) and pktgen (uskb/pktgen.h,
+ * libuskb-pktgen) have headers and libraries of their own. */
 
 #endif

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../internal.h"
+#include <errno.h>
+#include <pthread.h>
+#include "lib/compiler.h"
+#include "uskb/uskb.h"
 #include "uskb/dev.h"
 #include "uskb/pktgen.h"
 

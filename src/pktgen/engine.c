@@ -18,7 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../internal.h"
+#include <errno.h>
+#include <pthread.h>
+#include "lib/compiler.h"
+#include "uskb/uskb.h"
 #include "uskb/dev.h"
 #include "uskb/pktgen.h"
 

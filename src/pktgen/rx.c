@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
+#include <errno.h>
+#include <pthread.h>
+#include "lib/compiler.h"
+#include "uskb/uskb.h"
 #include "uskb/pktgen.h"
 
 #define PGH_MAGIC 0xbe9be955u

@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "mem/priv.h"
 
 #define ARENA_SHIFT 22
 #define ARENA_SIZE (1ul << ARENA_SHIFT)

@@ -1,649 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The skb layer: allocation and free, clone / copy / expand / pull / trim /
- * split / coalesce, and the byte walker behind copy_bits, store_bits and
- * skb_checksum.
+ * The skb geometry: clone / copy / expand / pull / trim / split / coalesce,
+ * and the byte walker behind copy_bits, store_bits and skb_checksum.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-struct uskb_fclones {
-	struct uskb skb1;
-	struct uskb skb2;
-	atomic_int fclone_ref;
-};
-
-/* ---------------- allocation ---------------- */
-
-/*
- * Zero a small fixed-size prefix with plain 16-byte stores: for ~150 bytes
- * "rep stosb" (what memset becomes) costs several ns to start, and its
- * stores do not forward to the loads that follow.
- */
-typedef uint64_t uskb_v16 __attribute__((vector_size(16), aligned(8), may_alias));
-
-static inline __attribute__((always_inline)) void zero_prefix(void *p, size_t n)
-{
-	uskb_v16 *v = p, z = { 0, 0 };
-
-	/* n is a constant: these fold to n / 16 plain stores, never a memset call */
-#define Z16(i)                                                                 \
-	if (n >= (i + 1) * 16)                                                 \
-		v[i] = z;
-	Z16(0) Z16(1) Z16(2) Z16(3) Z16(4) Z16(5) Z16(6) Z16(7) Z16(8) Z16(9)
-#undef Z16
-	_Static_assert(offsetof(struct uskb, tail) <= 160, "zero_prefix covers 160 bytes");
-	if (n & 8)
-		*(uint64_t *)((char *)p + (n & ~(size_t)15)) = 0;
-}
-
-_Static_assert(offsetof(struct uskb, tail) % 8 == 0, "zero_prefix works in 8s");
-_Static_assert(offsetof(struct uskb_shared_info, dataref) % 8 == 0, "zero_prefix works in 8s");
-
-static void init_shinfo(struct uskb_shared_info *shinfo)
-{
-	zero_prefix(shinfo, offsetof(struct uskb_shared_info, dataref));
-	atomic_init(&shinfo->dataref, 1);
-	shinfo->xdp_frags_size = 0;
-	shinfo->destructor_arg = NULL;
-}
-
-/* __build_skb_around(): set up a zeroed shell around head @data. */
-static inline __attribute__((always_inline)) void
-build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
-	     bool head_frag, unsigned int head_class)
-{
-	zero_prefix(skb, offsetof(struct uskb, tail));
-	skb->truesize = USKB_TRUESIZE(size);
-	atomic_init(&skb->users, 1);
-	skb->head = data;
-	skb->data = data;
-	skb->tail = 0;
-	skb->end = size;
-	/*
-	 * The flag byte was just zeroed by 16-byte stores: a bitfield
-	 * read-modify-write now would stall on store forwarding, so only
-	 * set the bit when there is one to set.
-	 */
-	if (head_frag)
-		skb->head_frag = 1;
-	skb->head_class = (uint8_t)head_class;
-	skb->mac_header = USKB_HEADER_UNSET;
-	skb->transport_header = USKB_HEADER_UNSET;
-	skb->alloc_cpu = owner;
-	init_shinfo(uskb_shinfo(skb));
-}
-
-static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
-{
-	struct uskb_fclones *fc = aligned_alloc(USKB_CACHE_BYTES,
-						 USKB_DATA_ALIGN(sizeof(*fc)));
-
-	if (!fc)
-		return NULL;
-	fc->skb2.fclone = USKB_FCLONE_CLONE;
-	atomic_init(&fc->fclone_ref, 1);
-	uskb_mem_cached(&fc->skb2, sizeof(fc->skb2));
-	uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_ALLOC], 1);
-	uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_ALLOC], 1);
-	return &fc->skb1;
-}
-
-struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
-{
-	struct uskb_tls *t = uskb_tls();
-	unsigned int total;
-	unsigned char *data;
-	struct uskb *skb;
-	bool head_frag;
-
-	/* unlikely: sizes near 4 GiB would overflow the head arithmetic */
-	if (uskb_unlikely(size > (1u << 30))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	size = USKB_DATA_ALIGN(size);
-	if (uskb_should_fail()) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (flags & USKB_ALLOC_FCLONE)
-		skb = alloc_fclone_shell(t);
-	else
-		skb = uskb_shell_get(t);
-	if (uskb_unlikely(!skb)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	total = size + USKB_SHINFO_SIZE;
-	/* page_frag heads as __netdev_alloc_skb: only while they fit a block */
-	head_frag = (flags & USKB_ALLOC_HEAD_FRAG) && node == USKB_NO_NODE &&
-		    total <= (USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER);
-	if (head_frag) {
-		data = __uskb_frag_head(t, total);
-	} else {
-		data = uskb_kmalloc_head(t, &total, node);
-		size = USKB_WITH_OVERHEAD(total); /* the whole object is usable */
-	}
-	if (uskb_unlikely(!data)) {
-		int err = errno;
-
-		if (flags & USKB_ALLOC_FCLONE) {
-			free(skb);
-			uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_FREE], 1);
-			uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
-		} else {
-			uskb_shell_put(t, skb);
-		}
-		errno = err;
-		return NULL;
-	}
-	build_around(skb, data, size, t->id, head_frag,
-		     head_frag ? 0 : (unsigned int)(uskb_head_class(total) + 1));
-	if (flags & USKB_ALLOC_FCLONE)
-		skb->fclone = USKB_FCLONE_ORIG;
-	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], 1);
-	return skb;
-}
-
-/*
- * The common allocation: a plain shell and a head of size class @c, both
- * from this thread's caches (counters are the caller's). NULL if memory
- * ran out.
- */
-static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct uskb_tls *t,
-									  int c)
-{
-	struct uskb_head_cache *hc = &t->heads[c];
-	struct uskb_ready *r = &t->ready[c];
-	unsigned int csz = uskb_head_class_size(c);
-	struct uskb *skb;
-	unsigned char *data;
-
-	if (uskb_should_fail())
-		return NULL;
-
-	/*
-	 * unlikely: no pair ready and the shell cache is empty: take back what
-	 * other threads deferred to us first (it refills the pairs without a
-	 * lock). Only here, so the fast path never reads the list's cache line.
-	 */
-	if (uskb_unlikely(!r->n && !t->nshell) &&
-	    atomic_load_explicit(&t->defer_head, memory_order_relaxed))
-		__uskb_defer_drain(t, t);
-	/* likely: a pair freed on this thread, shell and head together */
-	if (uskb_likely(r->n)) {
-		skb = r->skb[--r->n];
-		uskb_mem_handed_out(skb, sizeof(*skb));
-		data = skb->head;
-		goto init;
-	}
-	/* caches refill in bulk */
-	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t);
-	if (uskb_unlikely(!skb))
-		return NULL;
-	data = uskb_likely(hc->n) ? hc->obj[--hc->n] : __uskb_head_refill(t, c);
-	if (uskb_unlikely(!data)) {
-		uskb_mem_handed_out(skb, sizeof(*skb));
-		uskb_shell_put(t, skb);
-		return NULL;
-	}
-	uskb_mem_handed_out(skb, sizeof(*skb));
-init:
-	uskb_mem_handed_out(data, csz);
-	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
-	return skb;
-}
-
-struct uskb *uskb_alloc(unsigned int size)
-{
-	struct uskb_tls *t = uskb_tls();
-	struct uskb *skb;
-	int c;
-
-	/* unlikely: oversized requests and heads beyond the classes take the general path */
-	if (uskb_unlikely(size > (1u << 30)))
-		return __uskb_alloc(size, 0, USKB_NO_NODE);
-	c = uskb_head_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
-	if (uskb_unlikely(c < 0))
-		return __uskb_alloc(size, 0, USKB_NO_NODE);
-	skb = alloc_in_class(t, c);
-	if (uskb_unlikely(!skb)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], 1);
-	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], 1);
-	return skb;
-}
-
-struct uskb *uskb_dev_alloc(unsigned int length)
-{
-	struct uskb *skb;
-
-	if (length > (1u << 30)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	skb = __uskb_alloc(length + USKB_NET_SKB_PAD, USKB_ALLOC_HEAD_FRAG, USKB_NO_NODE);
-
-	if (skb)
-		uskb_reserve(skb, USKB_NET_SKB_PAD);
-	return skb;
-}
-
-/* ---------------- free ---------------- */
-
-/* skb_unref(): true when the caller dropped the last user reference. */
-static inline bool skb_unref(struct uskb *skb)
-{
-	/* acquire: a sole owner must see every write made by earlier users */
-	int old = atomic_load_explicit(&skb->users, memory_order_acquire);
-
-	/* likely: most skbs have one user, who may skip the atomic RMW */
-	if (uskb_likely(old == 1))
-		return true;
-	if (uskb_unlikely(old <= 0))
-		uskb_bug("free", skb, "skb %p freed with users=%d (double free?)",
-			 (void *)skb, old);
-	/* acq_rel: publish our writes; the last dropper must see everyone's */
-	return atomic_fetch_sub_explicit(&skb->users, 1, memory_order_acq_rel) == 1;
-}
-
-static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, struct uskb *skb)
-{
-	uskb_head_free(t, skb->head, skb->head_class);
-}
-
-/*
- * skb_release_data(): drop this skb's reference to the data; the last one
- * releases frags, frag_list and the head.
- */
-/*
- * skb_release_data() without the head: drop this skb's data reference;
- * on the last one release frags and frag_list and return true — the head
- * is then the caller's to free.
- */
-static inline __attribute__((always_inline)) bool release_data_refs(struct uskb *skb)
-{
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
-	int i;
-
-	skb->pp_recycle = 0;
-	if (skb->cloned) {
-		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
-
-		/* acq_rel: the last reference must see all others' frag writes */
-		if (atomic_fetch_sub_explicit(&shinfo->dataref, d, memory_order_acq_rel) != d)
-			return false;
-	}
-	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
-		for (i = 0; i < shinfo->nr_frags; i++)
-			uskb_page_put(shinfo->frags[i].page);
-	/*
-	 * unlikely: user memory in the frags. Its owner hears now, exactly
-	 * once — after the frags let go (the kernel completes first; here the
-	 * completion frees the descriptors the frags point to).
-	 */
-	if (uskb_unlikely(shinfo->flags & USKB_SKBFL_ZEROCOPY_ENABLE))
-		uskb_zcopy_clear(skb, true);
-	if (shinfo->frag_list)
-		uskb_free_list(shinfo->frag_list);
-	return true;
-}
-
-/* skb_release_data(). */
-static inline void release_data(struct uskb_tls *t, struct uskb *skb)
-{
-	if (release_data_refs(skb))
-		free_head(t, skb);
-}
-
-/* skb_release_head_state(). */
-static void release_head_state(struct uskb *skb)
-{
-	if (skb->destructor)
-		skb->destructor(skb);
-}
-
-/* kfree_skbmem(): return the shell (or the fclone pair). */
-static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t, struct uskb *skb)
-{
-	struct uskb_fclones *fc;
-
-	uskb_tcount_add(&t->c.v[USKB_TC_SKB_FREE], 1);
-	switch (skb->fclone) {
-	case USKB_FCLONE_UNAVAILABLE:
-		uskb_shell_put(t, skb);
-		return;
-	case USKB_FCLONE_ORIG:
-		uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
-		fc = (struct uskb_fclones *)skb;
-		/* acquire via acq_rel: the pair is freed only after both halves are done */
-		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-		if (atomic_load_explicit(&fc->fclone_ref, memory_order_acquire) == 1)
-			break;
-		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
-			break;
-		return;
-	default: /* USKB_FCLONE_CLONE */
-		uskb_tcount_add(&t->c.v[USKB_TC_FC_SKB_FREE], 1);
-		fc = (struct uskb_fclones *)((char *)skb - offsetof(struct uskb_fclones, skb2));
-		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-		uskb_mem_cached(skb, sizeof(*skb));
-		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
-			break;
-		return;
-	}
-	uskb_tcount_add(&t->c.v[USKB_TC_FCLONE_FREE], 1);
-	uskb_mem_handed_out(fc, sizeof(*fc));
-	free(fc);
-}
-
-/* Release the data and the shell on this thread (the tail of __kfree_skb). */
-static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
-							     struct uskb *skb)
-{
-	if (uskb_likely(skb->head) && release_data_refs(skb)) {
-		unsigned int cls = skb->head_class;
-
-		/* likely: a plain skb with a class head: keep the pair for the next alloc */
-		if (uskb_likely(cls && skb->fclone == USKB_FCLONE_UNAVAILABLE &&
-				t->ready[cls - 1].n < USKB_READY_SIZE &&
-				uskb_cfg(&__uskb_cfg.cache_size))) {
-			struct uskb_ready *r = &t->ready[cls - 1];
-
-			uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
-			uskb_tcount_add(&t->c.v[USKB_TC_SKB_FREE], 1);
-			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-			uskb_mem_cached(skb->head, uskb_head_class_size((int)cls - 1));
-			uskb_mem_cached(skb, sizeof(*skb));
-			r->skb[r->n++] = skb;
-			return;
-		}
-		free_head(t, skb);
-	}
-	free_shell(t, skb);
-}
-
-/*
- * A deferred skb is dead to its last user: poison all but the link, which
- * the pusher and the owner still use.
- */
-static inline void defer_poison(struct uskb *skb)
-{
-	uskb_mem_cached((char *)skb + sizeof(skb->ll_next), sizeof(*skb) - sizeof(skb->ll_next));
-}
-
-/*
- * skb_zcopy(): the shared info carries a zero-copy ubuf. The skb's own hint
- * answers without touching the shared info (another cache line, written by
- * the owner) for the ordinary skb.
- */
-static inline bool is_zcopy(const struct uskb *skb)
-{
-	return skb->zcopy_hint && skb->head &&
-	       (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
-}
-
-/*
- * skb_attempt_defer_free() for an skb whose last user is gone and whose
- * owner is another thread: push it onto the owner's defer list. False when
- * it must be freed here instead (fclone, zero-copy, no live owner, cap).
- */
-/* A chain of deferred skbs for one owner, pushed with one exchange. */
-struct defer_batch {
-	struct uskb_tls *o;
-	struct uskb *first, *last;
-	long n;
-};
-
-/*
- * Push a chain (linked through ll_next, NULL-terminated) onto its owner's
- * defer list: counted against defer_max first, as the kernel does, kicking
- * the owner when the count crosses half. False (nothing changed) when the
- * owner is gone or the list is full: the caller frees the skbs itself.
- */
-static bool push_chain(struct uskb_tls *t, struct defer_batch *b)
-{
-	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
-	struct uskb *head, *skb;
-	long before;
-
-	/* acquire: pairs with the release that made the slot alive */
-	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
-		return false;
-	/* relaxed: the count only bounds the list; the push publishes the skbs */
-	before = atomic_fetch_add_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
-	if (before + b->n >= (long)max) {
-		/* full: take the count back, so it keeps meaning "skbs on the list" */
-		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
-		return false;
-	}
-	for (skb = b->first; skb; skb = skb->ll_next) {
-		/* a second free of a deferred skb must still see users == 0 */
-		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-		defer_poison(skb);
-	}
-	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
-	do {
-		b->last->ll_next = head;
-		/* release: the owner's exchange must see every skb of the chain */
-	} while (!atomic_compare_exchange_weak_explicit(&b->o->defer_head, &head, b->first,
-							memory_order_release,
-							memory_order_relaxed));
-	uskb_tcount_add(&t->c.v[USKB_TC_DEFERRED], b->n);
-	/* unlikely: one kick per fill of half the cap */
-	if (uskb_unlikely(before < (long)(max >> 1) && before + b->n >= (long)(max >> 1)))
-		__uskb_defer_kick(b->o);
-	return true;
-}
-
-/* The owner to defer @skb to, or NULL when it must be freed here. */
-static struct uskb_tls *defer_owner(const struct uskb *skb)
-{
-	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !uskb_cfg(&__uskb_cfg.defer_max) ||
-	    is_zcopy(skb) || skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
-		return NULL;
-	return __uskb_owner_tab[skb->alloc_cpu];
-}
-
-/*
- * skb_attempt_defer_free() for an skb whose last user is gone and whose
- * owner is another thread. False when it must be freed here instead
- * (fclone, zero-copy, no live owner, cap).
- */
-static bool defer_to_owner(struct uskb_tls *t, struct uskb *skb)
-{
-	struct defer_batch b = { defer_owner(skb), skb, skb, 1 };
-
-	skb->ll_next = NULL;
-	if (b.o && push_chain(t, &b))
-		return true;
-	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], 1);
-	return false;
-}
-
-unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
-{
-	struct uskb *skb, *next;
-	unsigned int n = 0;
-
-	if (!atomic_load_explicit(&o->defer_head, memory_order_relaxed))
-		return 0;
-	/* acquire: pairs with the pushers' release */
-	skb = atomic_exchange_explicit(&o->defer_head, NULL, memory_order_acquire);
-	for (; skb; skb = next, n++) {
-		next = skb->ll_next;
-		uskb_mem_handed_out((char *)skb + sizeof(skb->ll_next),
-				    sizeof(*skb) - sizeof(skb->ll_next));
-		free_local(t, skb);
-	}
-	/*
-	 * Count down what we took (the kernel zeroes the count): pushers count
-	 * before they push, so the count never drops below the list's length.
-	 */
-	atomic_fetch_sub_explicit(&o->defer_count, n, memory_order_relaxed);
-	uskb_tcount_add(&t->c.v[USKB_TC_DRAINED], n);
-	return n;
-}
-
-/* __kfree_skb(). */
-static void __uskb_free(struct uskb *skb)
-{
-	struct uskb_tls *t = uskb_tls();
-
-	release_head_state(skb);
-	/* unlikely on the fast path: another thread's skb goes back to its owner */
-	if (uskb_unlikely(skb->alloc_cpu != t->id) && defer_to_owner(t, skb))
-		return;
-	free_local(t, skb);
-}
-
-void uskb_attempt_defer_free(struct uskb *skb)
-{
-	uskb_consume(skb);
-}
-
-int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
-{
-	struct uskb_tls *t = uskb_tls();
-	unsigned int i;
-	int c;
-
-	if (uskb_unlikely(size > (1u << 30)))
-		return -EINVAL;
-	c = uskb_head_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
-	/* unlikely: heads too big for a class go one by one */
-	if (uskb_unlikely(c < 0)) {
-		for (i = 0; i < n; i++) {
-			skbs[i] = uskb_alloc(size);
-			if (uskb_unlikely(!skbs[i]))
-				goto fail;
-		}
-		return 0;
-	}
-	/* one class, one thread: the per-skb work is two pops and the init */
-	for (i = 0; i < n; i++) {
-		skbs[i] = alloc_in_class(t, c);
-		if (uskb_unlikely(!skbs[i]))
-			goto fail_counted;
-	}
-	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], n);
-	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], n);
-	return 0;
-fail_counted:
-	uskb_tcount_add(&t->c.v[USKB_TC_SKB_ALLOC], i);
-	uskb_tcount_add(&t->c.v[USKB_TC_HEAD_ALLOC], i);
-fail:
-	while (i--)
-		uskb_free(skbs[i]);
-	return -ENOMEM;
-}
-
-/* Push a gathered chain, or free it here when the owner cannot take it. */
-static void batch_push(struct uskb_tls *t, struct defer_batch *b)
-{
-	struct uskb *skb, *next;
-
-	if (push_chain(t, b))
-		return;
-	for (skb = b->first; skb; skb = next) {
-		next = skb->ll_next;
-		free_local(t, skb);
-	}
-	uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], b->n);
-}
-
-#define FREE_BULK_OWNERS 8
-
-void uskb_free_bulk(struct uskb **skbs, unsigned int n)
-{
-	struct uskb_tls *t = uskb_tls();
-	struct defer_batch b[FREE_BULK_OWNERS];
-	unsigned int i, nb = 0, k;
-
-	for (i = 0; i < n; i++) {
-		struct uskb *skb = skbs[i];
-		struct uskb_tls *o;
-
-		if (!skb || !skb_unref(skb))
-			continue;
-		release_head_state(skb);
-		if (uskb_likely(skb->alloc_cpu == t->id)) {
-			free_local(t, skb);
-			continue;
-		}
-		/* gather per owner; skbs that cannot be deferred are freed here */
-		o = defer_owner(skb);
-		if (!o) {
-			uskb_tcount_add(&t->c.v[USKB_TC_DIRECT], 1);
-			free_local(t, skb);
-			continue;
-		}
-		for (k = 0; k < nb && b[k].o != o; k++)
-			;
-		if (k == nb) {
-			if (nb == FREE_BULK_OWNERS) {
-				if (!defer_to_owner(t, skb))
-					free_local(t, skb);
-				continue;
-			}
-			b[nb++] = (struct defer_batch){ .o = o };
-		}
-		skb->ll_next = NULL;
-		if (b[k].last)
-			b[k].last->ll_next = skb;
-		else
-			b[k].first = skb;
-		b[k].last = skb;
-		b[k].n++;
-	}
-	for (k = 0; k < nb; k++)
-		batch_push(t, &b[k]);
-}
-
-void uskb_free(struct uskb *skb)
-{
-	if (uskb_unlikely(!skb))
-		return;
-	if (!skb_unref(skb))
-		return;
-	__uskb_free(skb);
-}
-
-void uskb_consume(struct uskb *skb)
-{
-	uskb_free(skb);
-}
-
-void uskb_free_partial(struct uskb *skb, bool head_stolen)
-{
-	if (head_stolen) {
-		/* the head's page reference now belongs to a frag of another skb */
-		struct uskb_tls *t = uskb_tls();
-
-		release_head_state(skb);
-		uskb_tcount_add(&t->c.v[USKB_TC_HEAD_FREE], 1);
-		free_shell(t, skb);
-	} else {
-		uskb_consume(skb);
-	}
-}
-
-void uskb_free_list(struct uskb *segs)
-{
-	while (segs) {
-		struct uskb *next = segs->next;
-
-		uskb_free(segs);
-		segs = next;
-	}
-}
+#include "skb/priv.h"
 
 /* ---------------- misuse reports ---------------- */
 
@@ -685,8 +50,11 @@ static void copy_header_gso(struct uskb *n, const struct uskb *old)
 struct uskb *uskb_clone(struct uskb *skb)
 {
 	struct uskb_fclones *fc = (struct uskb_fclones *)skb;
+	struct uskb_tls *t = uskb_tls();
 	struct uskb *n;
 
+	if (uskb_unlikely(!t))
+		return NULL; /* errno ENOMEM: no thread state */
 	/* a clone may be held (a tap): user memory is copied out first */
 	if (uskb_unlikely(uskb_orphan_frags(skb))) {
 		errno = ENOMEM;
@@ -700,9 +68,9 @@ struct uskb *uskb_clone(struct uskb *skb)
 		atomic_store_explicit(&fc->fclone_ref, 2, memory_order_relaxed);
 		uskb_mem_handed_out(n, sizeof(*n));
 		n->fclone = USKB_FCLONE_CLONE; /* (re)defined for valgrind, too */
-		uskb_tcount_add(&uskb_tls()->c.v[USKB_TC_FC_SKB_ALLOC], 1);
+		uskb_count_add(&t->c[USKB_TC_FC_SKB_ALLOC], 1);
 	} else {
-		n = uskb_should_fail() ? NULL : uskb_shell_get(uskb_tls());
+		n = uskb_should_fail() ? NULL : uskb_shell_get(t);
 		if (!n) {
 			errno = ENOMEM;
 			return NULL;
@@ -724,7 +92,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->head_class = skb->head_class;
 	n->zcopy_hint = skb->zcopy_hint;
 	n->destructor = NULL;
-	n->alloc_cpu = uskb_tls()->id;
+	n->alloc_cpu = t->id;
 	n->tail = skb->tail;
 	n->end = skb->end;
 	n->head = skb->head;
@@ -734,7 +102,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 	/* relaxed: we hold a data reference, so the count cannot reach zero */
 	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	skb->cloned = 1;
-	uskb_tcount_add(&uskb_tls()->c.v[USKB_TC_SKB_ALLOC], 1);
+	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 	return n;
 }
 
@@ -829,6 +197,8 @@ static int expand_head(struct uskb *skb, int nhead, int ntail, bool orphan)
 	unsigned char *data;
 	int i;
 
+	if (uskb_unlikely(!t))
+		return -ENOMEM;
 	/*
 	 * A clone must not keep user memory (the kernel orphans after copying
 	 * the shared info; a cloned skb that still needs it cannot exist, so
@@ -849,7 +219,7 @@ static int expand_head(struct uskb *skb, int nhead, int ntail, bool orphan)
 	uskb_zcopy_downgrade_managed(skb);
 	size = USKB_DATA_ALIGN(osize + (unsigned int)nhead + (unsigned int)ntail) +
 	       USKB_SHINFO_SIZE;
-	data = uskb_kmalloc_head(t, &size, USKB_NO_NODE);
+	data = uskb_kbuf_alloc(t, &size, USKB_NO_NODE);
 	if (!data)
 		return -ENOMEM;
 	size = USKB_WITH_OVERHEAD(size);
@@ -865,14 +235,14 @@ static int expand_head(struct uskb *skb, int nhead, int ntail, bool orphan)
 			uskb_frag_ref(skb, i);
 		if (shinfo->frag_list)
 			clone_fraglist(skb);
-		release_data(t, skb);
+		__uskb_release_data(t, skb);
 	} else {
-		free_head(t, skb);
+		uskb_kbuf_free(t, skb->head, skb->head_class);
 	}
 	data_off = (unsigned int)(skb->data - skb->head);
 	skb->head = data;
 	skb->head_frag = 0;
-	skb->head_class = (uint8_t)(uskb_head_class(size + USKB_SHINFO_SIZE) + 1);
+	skb->head_class = (uint8_t)(uskb_kbuf_class(size + USKB_SHINFO_SIZE) + 1);
 	skb->data = data + nhead + data_off;
 	skb->end = size;
 	skb->tail += (uint32_t)nhead;

@@ -1,29 +1,16 @@
 /* SPDX-License-Identifier: MIT */
+/* uskb_bug(): the report of caller misuse, and its handler. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include <stdatomic.h>
+
+#include "lib/compiler.h"
+#include "uskb/skb.h"
 
 static _Atomic(uskb_bug_handler_t) bug_handler;
-
-atomic_long __uskb_fault_countdown;
-
-void uskb_fault_inject(long nth)
-{
-	atomic_store(&__uskb_fault_countdown, nth > 0 ? nth : 0);
-}
-
-long uskb_fault_pending(void)
-{
-	return atomic_load(&__uskb_fault_countdown);
-}
-
-bool __uskb_fault_fire(void)
-{
-	return atomic_fetch_sub(&__uskb_fault_countdown, 1) == 1;
-}
 
 uskb_bug_handler_t uskb_set_bug_handler(uskb_bug_handler_t fn)
 {

@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
-#include "rxzc.h"
+#include "dev/priv.h"
+#include "dev/rxzc.h"
 
 /*
  * RETURNING: the last reference is gone, the give-back is under way.
@@ -39,14 +39,6 @@
 enum { UNIT_FREE, UNIT_OPEN, UNIT_HELD, UNIT_ORPHANED, UNIT_RETURNING, UNIT_GRACE };
 
 #define GRACE_NS (10 * 1000000ull)
-
-uint64_t rxzc_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void unit_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
 {
@@ -91,7 +83,7 @@ static struct rxzc_unit *unit_new(struct rxzc *zc, unsigned int i)
 	return u;
 }
 
-struct rxzc *rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(void *, unsigned int),
+struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(void *, unsigned int),
 			 void (*give_back)(struct rxzc *, unsigned int), void *owner)
 {
 	struct rxzc *zc = calloc(1, sizeof(*zc) + (size_t)n * sizeof(zc->slot[0]));
@@ -117,12 +109,12 @@ struct rxzc *rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(vo
 	return zc;
 }
 
-bool rxzc_busy(const struct rxzc *zc, unsigned int i)
+bool __uskb_rxzc_busy(const struct rxzc *zc, unsigned int i)
 {
 	return atomic_load_explicit(&zc->slot[i]->state, memory_order_acquire) != UNIT_FREE;
 }
 
-void rxzc_open(struct rxzc *zc, unsigned int i)
+void __uskb_rxzc_open(struct rxzc *zc, unsigned int i)
 {
 	struct rxzc_unit *u = zc->slot[i];
 	int state;
@@ -136,7 +128,7 @@ void rxzc_open(struct rxzc *zc, unsigned int i)
 	atomic_store_explicit(&u->state, UNIT_OPEN, memory_order_relaxed);
 }
 
-struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len)
+struct uskb *__uskb_rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len)
 {
 	struct rxzc_unit *u = zc->slot[i];
 	unsigned int head = len < zc->copybreak ? len : USKB_ZC_GOODCOPY_LEN;
@@ -163,7 +155,7 @@ struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigne
 	return skb;
 }
 
-void rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now)
+void __uskb_rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now)
 {
 	struct rxzc_unit *u = zc->slot[i];
 
@@ -230,12 +222,12 @@ static int orphan(struct rxzc *zc, unsigned int i, uint64_t now)
 	return ORPHAN_DETACHED;
 }
 
-void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
+void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
 {
 	unsigned int i, out = 0;
 
 	for (i = 0; i < zc->n; i++)
-		out += rxzc_busy(zc, i);
+		out += __uskb_rxzc_busy(zc, i);
 	if (!out)
 		return;
 	for (i = 0; i < zc->n; i++) {
@@ -263,7 +255,7 @@ void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
 	}
 }
 
-void rxzc_destroy(struct rxzc *zc)
+void __uskb_rxzc_destroy(struct rxzc *zc)
 {
 	unsigned int i;
 

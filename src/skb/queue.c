@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* struct uskb_head queues (sk_buff_head). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "skb/priv.h"
 
 static inline void q_lock(struct uskb_head *list)
 {

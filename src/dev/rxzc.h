@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Zero-copy receive out of a kernel-shared region (rxzc.c). Internal. */
+/* Zero-copy receive out of a kernel-shared region (rxzc.c). */
 #ifndef USKB_RXZC_H
 #define USKB_RXZC_H
 
 #include <stdatomic.h>
-#include "uskb/uskb.h"
-
-#define __rxzc __attribute__((visibility("hidden")))
+#include "dev/priv.h"
+#include "uskb/page.h"
 
 struct rxzc;
 
@@ -52,25 +51,24 @@ static inline void rxzc_publish(const struct rxzc *zc, struct uskb_dev_stats *q)
 	__atomic_store_n(&q->rx_orphaned, zc->orphaned, __ATOMIC_RELAXED);
 }
 
-__rxzc uint64_t rxzc_now(void);
 /* n slots of 4 KiB << order; addr_of(owner, i) is slot i's memory */
-__rxzc struct rxzc *rxzc_create(unsigned int n, unsigned int order,
+USKB_HIDDEN struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order,
 				void *(*addr_of)(void *, unsigned int),
 				void (*give_back)(struct rxzc *, unsigned int), void *owner);
 /* slot i's memory is still out (with skbs): the kernel cannot have it yet */
-__rxzc bool rxzc_busy(const struct rxzc *zc, unsigned int i);
+USKB_HIDDEN bool __uskb_rxzc_busy(const struct rxzc *zc, unsigned int i);
 /* the kernel handed slot i over: the device walks it */
-__rxzc void rxzc_open(struct rxzc *zc, unsigned int i);
+USKB_HIDDEN void __uskb_rxzc_open(struct rxzc *zc, unsigned int i);
 /* an skb for the frame at data (inside slot i): copied below copybreak, else a frag */
-__rxzc struct uskb *rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len);
+USKB_HIDDEN struct uskb *__uskb_rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, unsigned int len);
 /* the device is through with slot i: it goes back once its skbs are gone */
-__rxzc void rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now);
+USKB_HIDDEN void __uskb_rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now);
 /*
  * Copy out slots held past the patience, or while fewer than min_free are
  * not out; give back the memory of slots copied out at least 10 ms ago.
  */
-__rxzc void rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free);
+USKB_HIDDEN void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free);
 /* copy out everything still held; after it nothing touches the region */
-__rxzc void rxzc_destroy(struct rxzc *zc);
+USKB_HIDDEN void __uskb_rxzc_destroy(struct rxzc *zc);
 
 #endif

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "dev/priv.h"
 #include "uskb/dev.h"
 
 #ifndef USKB_HAVE_XDP
@@ -36,11 +36,11 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 {
 	(void)dev;
 	(void)arg;
-	return uskb_dev_fail(EOPNOTSUPP, "xdp: this uskb was built without libxdp (install libxdp-dev "
+	return __uskb_dev_fail(EOPNOTSUPP, "xdp: this uskb was built without libxdp (install libxdp-dev "
 					 "and libbpf-dev, then rebuild)");
 }
 
-const struct uskb_dev_ops uskb_xdp_ops __hidden = { .type = "xdp", .open = xdp_open };
+const struct uskb_dev_ops __uskb_dev_xdp_ops USKB_HIDDEN = { .type = "xdp", .open = xdp_open };
 
 #else
 
@@ -56,7 +56,7 @@ const struct uskb_dev_ops uskb_xdp_ops __hidden = { .type = "xdp", .open = xdp_o
 #include <bpf/bpf.h>
 #include <xdp/xsk.h>
 
-#include "rxzc.h"
+#include "dev/rxzc.h"
 
 #define FRAME_SHIFT 12
 #define FRAME_SIZE (1u << FRAME_SHIFT)
@@ -100,7 +100,7 @@ static void queue_free(struct xq *q)
 {
 	if (!q)
 		return;
-	rxzc_destroy(q->zc);
+	__uskb_rxzc_destroy(q->zc);
 	if (q->xsk)
 		xsk_socket__delete(q->xsk);
 	if (q->umem)
@@ -161,7 +161,7 @@ static int queue_open(struct xdp_priv *p, struct xq **out, unsigned int qid, int
 		goto fail;
 	for (unsigned int i = 0; i < NFRAMES - RX_FRAMES; i++)
 		q->tx_free[q->tx_nfree++] = (uint64_t)(RX_FRAMES + i) << FRAME_SHIFT;
-	q->zc = rxzc_create(RX_FRAMES, 0, frame_addr, give_back, q);
+	q->zc = __uskb_rxzc_create(RX_FRAMES, 0, frame_addr, give_back, q);
 	if (!q->zc) {
 		err = -ENOMEM;
 		goto fail;
@@ -205,13 +205,13 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 	bool one = false;
 
 	if (!arg || !*arg)
-		return uskb_dev_fail(EINVAL, "xdp: give an interface, as in xdp:eth0 or xdp:eth0:1");
+		return __uskb_dev_fail(EINVAL, "xdp: give an interface, as in xdp:eth0 or xdp:eth0:1");
 	if (strlen(arg) >= sizeof(buf))
-		return uskb_dev_fail(EINVAL, "xdp: \"%s\" is too long", arg);
+		return __uskb_dev_fail(EINVAL, "xdp: \"%s\" is too long", arg);
 	snprintf(buf, sizeof(buf), "%s", arg);
 	tok = strtok_r(buf, ":", &save);
 	if (!tok || strlen(tok) >= IF_NAMESIZE)
-		return uskb_dev_fail(EINVAL, "xdp: \"%s\" is not an interface name", arg);
+		return __uskb_dev_fail(EINVAL, "xdp: \"%s\" is not an interface name", arg);
 	while ((arg = strtok_r(NULL, ":", &save))) {
 		char *end;
 		unsigned long v = strtoul(arg, &end, 10);
@@ -223,23 +223,23 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 		else if (*arg && !*end && v < 65536 && !one)
 			one = true, want = (unsigned int)v;
 		else
-			return uskb_dev_fail(EINVAL, "xdp:%s: \"%s\" is neither a queue number nor copy or zc",
+			return __uskb_dev_fail(EINVAL, "xdp:%s: \"%s\" is neither a queue number nor copy or zc",
 					     tok, arg);
 	}
 	if (!if_nametoindex(tok))
-		return uskb_dev_fail(ENODEV, "xdp:%s: no such interface (ip link shows the ones there are)",
+		return __uskb_dev_fail(ENODEV, "xdp:%s: no such interface (ip link shows the ones there are)",
 				     tok);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return uskb_dev_fail(errno, "xdp:%s: socket: %s", tok, strerror(errno));
-	err = uskb_dev_probe_ether(dev, fd, "xdp", tok);
+		return __uskb_dev_fail(errno, "xdp:%s: socket: %s", tok, strerror(errno));
+	err = __uskb_dev_probe_ether(dev, fd, "xdp", tok);
 	close(fd);
 	if (err)
 		return err;
-	nq = uskb_dev_if_queues(tok);
+	nq = __uskb_dev_if_queues(tok);
 	if (one) {
 		if (want >= nq)
-			return uskb_dev_fail(EINVAL, "xdp:%s: no queue %u (it has %u: ethtool -L %s, or a veth "
+			return __uskb_dev_fail(EINVAL, "xdp:%s: no queue %u (it has %u: ethtool -L %s, or a veth "
 						     "made with numtxqueues/numrxqueues)",
 					     tok, want, nq, tok);
 		first = want;
@@ -277,15 +277,15 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 		err = -err;
 		xdp_close(&(struct uskb_dev){ .priv = p });
 		if (err == EPERM || err == EACCES)
-			return uskb_dev_fail(EPERM, "xdp:%s: needs root (CAP_NET_RAW, CAP_BPF, CAP_NET_ADMIN)",
+			return __uskb_dev_fail(EPERM, "xdp:%s: needs root (CAP_NET_RAW, CAP_BPF, CAP_NET_ADMIN)",
 					     tok);
 		if (mode == XDP_ZEROCOPY && (err == EOPNOTSUPP || err == EINVAL || err == 524))
-			return uskb_dev_fail(err, "xdp:%s: the driver has no zero-copy AF_XDP (leave out :zc)",
+			return __uskb_dev_fail(err, "xdp:%s: the driver has no zero-copy AF_XDP (leave out :zc)",
 					     tok);
 		if (err == EBUSY)
-			return uskb_dev_fail(err, "xdp:%s: queue %u is taken by another AF_XDP socket", tok,
+			return __uskb_dev_fail(err, "xdp:%s: queue %u is taken by another AF_XDP socket", tok,
 					     bad);
-		return uskb_dev_fail(err, "xdp:%s: AF_XDP socket on queue %u: %s", tok, bad,
+		return __uskb_dev_fail(err, "xdp:%s: AF_XDP socket on queue %u: %s", tok, bad,
 				     strerror(err));
 	}
 	dev->nqueues = dev->nrxqueues = nq;
@@ -348,7 +348,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		struct xdp_desc *d;
 		uint32_t idx;
 
-		if (uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
+		if (__uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skb);
 			continue;
@@ -413,7 +413,7 @@ static int attach(struct uskb_dev *dev, struct xdp_priv *p)
 		p->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "uskb_xsks", 4, 4,
 					   p->q[p->nq - 1]->qid + 1, NULL);
 	if (p->map_fd < 0) {
-		err = uskb_dev_fail(-p->map_fd, "xdp:%s: XSKMAP: %s (root? CAP_BPF)", p->ifname,
+		err = __uskb_dev_fail(-p->map_fd, "xdp:%s: XSKMAP: %s (root? CAP_BPF)", p->ifname,
 				    strerror(-p->map_fd));
 		p->map_fd = -1;
 		goto out;
@@ -421,7 +421,7 @@ static int attach(struct uskb_dev *dev, struct xdp_priv *p)
 	if (p->prog_fd < 0)
 		p->prog_fd = load_prog(p->map_fd);
 	if (p->prog_fd < 0) {
-		err = uskb_dev_fail(-p->prog_fd, "xdp:%s: loading the XDP program: %s", p->ifname,
+		err = __uskb_dev_fail(-p->prog_fd, "xdp:%s: loading the XDP program: %s", p->ifname,
 				    strerror(-p->prog_fd));
 		p->prog_fd = -1;
 		goto out;
@@ -435,10 +435,10 @@ static int attach(struct uskb_dev *dev, struct xdp_priv *p)
 	}
 	if (p->link_fd < 0) {
 		err = p->link_fd == -EBUSY || p->link_fd == -EEXIST ?
-			      uskb_dev_fail(EBUSY, "xdp:%s: another XDP program is attached (ip link set "
+			      __uskb_dev_fail(EBUSY, "xdp:%s: another XDP program is attached (ip link set "
 						   "dev %s xdp off)",
 					    p->ifname, p->ifname) :
-			      uskb_dev_fail(-p->link_fd, "xdp:%s: cannot attach an XDP program: %s",
+			      __uskb_dev_fail(-p->link_fd, "xdp:%s: cannot attach an XDP program: %s",
 					    p->ifname, strerror(-p->link_fd));
 		p->link_fd = -1;
 	}
@@ -488,7 +488,7 @@ static int rx_start(struct uskb_dev *dev, struct xdp_priv *p, struct xq *q)
 		return err;
 	err = bpf_map_update_elem(p->map_fd, &q->qid, &fd, 0);
 	if (err)
-		return uskb_dev_fail(errno, "xdp:%s: socket into the map: %s", p->ifname, strerror(errno));
+		return __uskb_dev_fail(errno, "xdp:%s: socket into the map: %s", p->ifname, strerror(errno));
 	for (uint32_t i = 0; i < RX_FRAMES; i++)
 		all[i] = i;
 	fill(q, all, RX_FRAMES);
@@ -532,7 +532,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		refill(q);
 		got = xsk_ring_cons__peek(&q->rx, (uint32_t)(max - n < 64 ? max - n : 64), &idx);
 		if (got) {
-			now = rxzc_now();
+			now = uskb_mono_ns();
 			for (unsigned int i = 0; i < got; i++) {
 				const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);
 				uint32_t f = (uint32_t)(d->addr >> FRAME_SHIFT);
@@ -548,15 +548,15 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 					}
 					mine[nmine++] = f;
 				} else {
-					rxzc_open(q->zc, f);
-					skb = rxzc_skb(q->zc, f, data, d->len);
-					rxzc_done(q->zc, f, now);
+					__uskb_rxzc_open(q->zc, f);
+					skb = __uskb_rxzc_skb(q->zc, f, data, d->len);
+					__uskb_rxzc_done(q->zc, f, now);
 				}
 				if (!skb) {
 					q->alloc_drops++;
 					continue;
 				}
-				uskb_dev_rx_skb(dev, skb);
+				__uskb_dev_rx_skb(dev, skb);
 				skbs[n++] = skb;
 			}
 			xsk_ring_cons__release(&q->rx, got);
@@ -567,9 +567,9 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		if (n || !timeout_ms)
 			break;
 		/* nothing: maybe held frames are what the kernel waits for */
-		now = rxzc_now();
+		now = uskb_mono_ns();
 		if (now >= q->next_patience) {
-			rxzc_patience(q->zc, now, RX_FRAMES / 4);
+			__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4);
 			q->next_patience = now + 10 * 1000000ull;
 		}
 		if (timeout_ms > 0) {
@@ -588,10 +588,10 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 				return -EINTR;
 		}
 	}
-	now = rxzc_now();
+	now = uskb_mono_ns();
 	if (now >= q->next_patience || !n) {
 		/* every 10 ms, and when idle: a system call, not for each call */
-		rxzc_patience(q->zc, now, RX_FRAMES / 4);
+		__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4);
 		rx_counters(dev, queue, q);
 		q->next_patience = now + 10 * 1000000ull;
 	}
@@ -599,7 +599,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	return n;
 }
 
-const struct uskb_dev_ops uskb_xdp_ops __hidden = {
+const struct uskb_dev_ops __uskb_dev_xdp_ops USKB_HIDDEN = {
 	.type = "xdp",
 	.open = xdp_open,
 	.close = xdp_close,

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internet checksum: csum_partial with 64-bit accumulation, the pseudo
- * header sums, and skb_checksum_help / skb_partial_csum_set.
+ * Internet checksum on plain buffers: csum_partial with 64-bit accumulation
+ * and the pseudo header sums.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "lib/compiler.h"
+#include "uskb/csum.h"
 
 /* The sums below place bytes in little-endian 16-bit lanes. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "uskb checksums assume little-endian");
@@ -109,53 +110,4 @@ uskb_sum16 uskb_csum_ipv6_magic(const void *saddr, const void *daddr, uint32_t l
 	w[1] = __builtin_bswap32(proto);
 	s = add64(s, uskb_csum_partial(w, sizeof(w), 0));
 	return uskb_csum_fold(fold64(s));
-}
-
-int uskb_checksum_help(struct uskb *skb)
-{
-	uskb_wsum csum;
-	int ret, offset;
-	uskb_sum16 folded;
-
-	if (skb->ip_summed == USKB_CHECKSUM_COMPLETE)
-		goto out_set_summed;
-	if (uskb_shinfo(skb)->gso_size)
-		return -EINVAL;
-	/* frags that may change under us (user memory) cannot be summed in place */
-	if (uskb_has_shared_frag(skb)) {
-		ret = uskb_linearize(skb);
-		if (ret)
-			return ret;
-	}
-	offset = uskb_checksum_start_offset(skb);
-	if (offset < 0 || offset >= (int)uskb_headlen(skb))
-		return -EINVAL;
-	csum = uskb_checksum(skb, offset, (int)skb->len - offset, 0);
-	offset += skb->csum_offset;
-	if (offset + (int)sizeof(uskb_sum16) > (int)uskb_headlen(skb))
-		return -EINVAL;
-	ret = uskb_ensure_writable(skb, (unsigned int)offset + sizeof(uskb_sum16));
-	if (ret)
-		return ret;
-	folded = uskb_csum_fold(csum);
-	if (!folded)
-		folded = USKB_CSUM_MANGLED_0;
-	memcpy(skb->data + offset, &folded, sizeof(folded));
-out_set_summed:
-	skb->ip_summed = USKB_CHECKSUM_NONE;
-	return 0;
-}
-
-bool uskb_partial_csum_set(struct uskb *skb, uint16_t start, uint16_t off)
-{
-	uint32_t csum_end = (uint32_t)start + off + sizeof(uskb_sum16);
-	uint32_t csum_start = uskb_headroom(skb) + start;
-
-	if (csum_start >= 0xffff || csum_end > uskb_headlen(skb))
-		return false;
-	skb->ip_summed = USKB_CHECKSUM_PARTIAL;
-	skb->csum_start = (uint16_t)csum_start;
-	skb->csum_offset = off;
-	skb->transport_header = (uint16_t)csum_start;
-	return true;
 }

@@ -37,8 +37,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "rxzc.h"
+#include "dev/priv.h"
+#include "dev/rxzc.h"
 #include "uskb/dev.h"
 
 #define RING_FRAMES 4096
@@ -113,13 +113,13 @@ static int tx_ready(struct packet_priv *p, struct ptx *t)
 	if (t->ready)
 		return 0;
 	if (!p->mmsg && !t->ring && (err = setup_ring(t, p->mtu)) < 0)
-		return uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
+		return __uskb_dev_fail(-err, "packet:%s: TX ring: %s (try packet:IF:mmsg)", p->ifname,
 				     strerror(-err));
 	memset(&sll, 0, sizeof(sll));
 	sll.sll_family = AF_PACKET;
 	sll.sll_ifindex = p->ifindex;
 	if (bind(t->fd, (struct sockaddr *)&sll, sizeof(sll)))
-		return uskb_dev_fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
+		return __uskb_dev_fail(errno, "packet:%s: bind: %s", p->ifname, strerror(errno));
 	t->ready = true;
 	return 0;
 }
@@ -154,19 +154,19 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	size_t n;
 
 	if (!arg || !*arg)
-		return uskb_dev_fail(EINVAL, "packet: give an interface, as in packet:eth0");
+		return __uskb_dev_fail(EINVAL, "packet: give an interface, as in packet:eth0");
 	colon = strchr(arg, ':');
 	n = colon ? (size_t)(colon - arg) : strlen(arg);
 	if (n >= IF_NAMESIZE)
-		return uskb_dev_fail(EINVAL, "packet: \"%s\" is too long for an interface name", arg);
+		return __uskb_dev_fail(EINVAL, "packet: \"%s\" is too long for an interface name", arg);
 	if (colon && strcmp(colon + 1, "mmsg") && strcmp(colon + 1, "ring"))
-		return uskb_dev_fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)", colon + 1);
+		return __uskb_dev_fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)", colon + 1);
 	memcpy(ifname, arg, n);
 	ifindex = (int)if_nametoindex(ifname);
 	if (!ifindex)
-		return uskb_dev_fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)",
+		return __uskb_dev_fail(ENODEV, "packet:%s: no such interface (ip link shows the ones there are)",
 				     ifname);
-	nq = uskb_dev_if_queues(ifname);
+	nq = __uskb_dev_if_queues(ifname);
 	p = calloc(1, sizeof(*p) + nq * sizeof(p->tx[0]));
 	if (!p)
 		return -ENOMEM;
@@ -184,9 +184,9 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 
 		if (fd < 0) {
 			err = errno == EPERM || errno == EACCES ?
-				      uskb_dev_fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or "
+				      __uskb_dev_fail(EPERM, "packet:%s: needs root or CAP_NET_RAW (sudo, or "
 							   "setcap cap_net_raw+ep)", ifname) :
-				      uskb_dev_fail(errno, "packet:%s: socket: %s", ifname, strerror(errno));
+				      __uskb_dev_fail(errno, "packet:%s: socket: %s", ifname, strerror(errno));
 			packet_free(p);
 			return err;
 		}
@@ -195,7 +195,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 		else
 			p->rx_fd = fd;
 	}
-	err = uskb_dev_probe_ether(dev, p->tx[0].fd, "packet", ifname);
+	err = __uskb_dev_probe_ether(dev, p->tx[0].fd, "packet", ifname);
 	p->mtu = dev->mtu;
 	if (!err)
 		err = tx_ready(p, &p->tx[0]);
@@ -213,7 +213,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 static void rx_teardown(struct packet_priv *p)
 {
 	/* skbs still on the ring keep working: their blocks are copied out first */
-	rxzc_destroy(p->zc);
+	__uskb_rxzc_destroy(p->zc);
 	p->zc = NULL;
 	if (p->rx_ring)
 		munmap(p->rx_ring, p->rx_ring_len);
@@ -239,7 +239,7 @@ static struct tpacket2_hdr *slot(struct ptx *t, unsigned int i)
 /* a frame the interface cannot take (past the MTU, a VLAN tag allowed) is dropped here */
 static bool too_long(const struct packet_priv *p, const struct ptx *t, const struct uskb *skb)
 {
-	return uskb_dev_too_long(p->mtu, skb) || (t->ring && skb->len > t->max_len); /* the ring's slot */
+	return __uskb_dev_too_long(p->mtu, skb) || (t->ring && skb->len > t->max_len); /* the ring's slot */
 }
 
 static void ring_flush(struct ptx *t)
@@ -364,7 +364,8 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 	struct ptx *t = &p->tx[queue];
 
 	if (uskb_unlikely(!t->ready) && tx_ready(p, t)) {
-		/* (queue 0 was set up at open: this is a later queue out of memory) */
+		/* queue 0 was set up at open: a later queue failed; the device says why */
+		__uskb_dev_error(dev, EIO, "queue %u: %s", queue, __uskb_dev_fail_text());
 		for (int i = 0; i < n; i++) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skbs[i]);
@@ -403,7 +404,7 @@ static int rx_setup(struct uskb_dev *dev, struct packet_priv *p)
 	int v = TPACKET_V3, one = 1;
 
 	if (p->rx_fd < 0)
-		return uskb_dev_fail(EBADF, "packet:%s: the receive ring failed before", p->ifname);
+		return __uskb_dev_fail(EBADF, "packet:%s: the receive ring failed before", p->ifname);
 	if (setsockopt(p->rx_fd, SOL_PACKET, PACKET_VERSION, &v, sizeof(v)))
 		goto fail;
 	/* our own transmissions are not received */
@@ -422,7 +423,7 @@ static int rx_setup(struct uskb_dev *dev, struct packet_priv *p)
 		p->rx_ring = NULL;
 		goto fail;
 	}
-	p->zc = rxzc_create(RX_BLOCKS, RX_BLOCK_ORDER, rx_block_addr, rx_give_back, p);
+	p->zc = __uskb_rxzc_create(RX_BLOCKS, RX_BLOCK_ORDER, rx_block_addr, rx_give_back, p);
 	if (!p->zc) {
 		errno = ENOMEM;
 		goto fail;
@@ -440,7 +441,7 @@ static int rx_setup(struct uskb_dev *dev, struct packet_priv *p)
 fail:
 	v = errno;
 	rx_teardown(p);
-	return uskb_dev_fail(v, "packet:%s: RX ring: %s", p->ifname, strerror(v));
+	return __uskb_dev_fail(v, "packet:%s: RX ring: %s", p->ifname, strerror(v));
 }
 
 static void rx_stats(struct uskb_dev *dev, struct packet_priv *p)
@@ -450,7 +451,7 @@ static void rx_stats(struct uskb_dev *dev, struct packet_priv *p)
 
 	/* reading resets the kernel's counters */
 	if (!getsockopt(p->rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len))
-		dev_stat_add(&dev->qstats[0].rx_dropped, st.tp_drops);
+		uskb_count_add(&dev->qstats[0].rx_dropped, st.tp_drops);
 }
 
 static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int max,
@@ -476,23 +477,23 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			 * round: that first (acquire), then the status — a
 			 * give-back stores the status before the slot is free.
 			 */
-			if (!rxzc_busy(p->zc, p->rx_cur) &&
+			if (!__uskb_rxzc_busy(p->zc, p->rx_cur) &&
 			    (__atomic_load_n(&b->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
-				rxzc_open(p->zc, p->rx_cur);
+				__uskb_rxzc_open(p->zc, p->rx_cur);
 				p->rx_left = b->hdr.bh1.num_pkts;
 				p->rx_pkt = (struct tpacket3_hdr *)((char *)b + b->hdr.bh1.offset_to_first_pkt);
 				if (p->rx_left)
 					continue;
-				rxzc_done(p->zc, p->rx_cur, rxzc_now()); /* an empty block */
+				__uskb_rxzc_done(p->zc, p->rx_cur, uskb_mono_ns()); /* an empty block */
 				p->rx_cur = (p->rx_cur + 1) % RX_BLOCKS;
 				continue;
 			}
 			if (n || !timeout_ms)
 				break;
 			/* nothing ready: held blocks may be what starves the kernel */
-			rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
+			__uskb_rxzc_patience(p->zc, uskb_mono_ns(), RX_BLOCKS / 2);
 			if (timeout_ms > 0) {
-				now = rxzc_now();
+				now = uskb_mono_ns();
 				if (!deadline)
 					deadline = now + (uint64_t)timeout_ms * 1000000ull;
 				if (now >= deadline)
@@ -509,28 +510,28 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			continue;
 		}
 		struct tpacket3_hdr *h = p->rx_pkt;
-		struct uskb *skb = rxzc_skb(p->zc, p->rx_cur, (char *)h + h->tp_mac, h->tp_snaplen);
+		struct uskb *skb = __uskb_rxzc_skb(p->zc, p->rx_cur, (char *)h + h->tp_mac, h->tp_snaplen);
 
 		if (skb) {
 			skb->tstamp = (uint64_t)h->tp_sec * 1000000000ull + h->tp_nsec;
-			uskb_dev_rx_skb(dev, skb);
+			__uskb_dev_rx_skb(dev, skb);
 			skbs[n++] = skb;
 		} else {
-			dev_stat_add(&dev->qstats[0].rx_dropped, 1);
+			uskb_count_add(&dev->qstats[0].rx_dropped, 1);
 		}
 		p->rx_pkt = (struct tpacket3_hdr *)((char *)h + h->tp_next_offset);
 		if (!--p->rx_left) {
-			rxzc_done(p->zc, p->rx_cur, rxzc_now());
+			__uskb_rxzc_done(p->zc, p->rx_cur, uskb_mono_ns());
 			p->rx_cur = (p->rx_cur + 1) % RX_BLOCKS;
 			rx_stats(dev, p);
 		}
 	}
-	rxzc_patience(p->zc, rxzc_now(), RX_BLOCKS / 2);
+	__uskb_rxzc_patience(p->zc, uskb_mono_ns(), RX_BLOCKS / 2);
 	rxzc_publish(p->zc, &dev->qstats[0]);
 	return n;
 }
 
-const struct uskb_dev_ops uskb_packet_ops __hidden = {
+const struct uskb_dev_ops __uskb_dev_packet_ops USKB_HIDDEN = {
 	.type = "packet",
 	.open = packet_open,
 	.close = packet_close,

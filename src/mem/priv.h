@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_MEM_PRIV_H
+#define USKB_MEM_PRIV_H
+
+/*
+ * The mem layer's private interface: page statistics, per-thread page-pool
+ * caches, and the slab of fixed-size objects (skb shells and the size
+ * classes of kmalloc-style data buffers).
+ */
+
+#include <pthread.h>
+#include "lib/compiler.h"
+#include "lib/debug.h"
+#include "uskb/page.h"
+#include "uskb/stats.h"
+
+/* the mem layer's share of uskb_stats_get() */
+USKB_HIDDEN void __uskb_page_stats(struct uskb_stats *st);
+/* return the calling thread's page-pool caches */
+USKB_HIDDEN void __uskb_page_thread_flush(void);
+
+/*
+ * A stack of free objects of one size that grows through the objects
+ * themselves: some of them (chunks) hold the addresses of the others, so a
+ * push never allocates and cannot fail. Chunks stay readable for the
+ * sanitizers; the other objects stay poisoned.
+ */
+struct uskb_objstack {
+	pthread_mutex_t lock;
+	struct uskb_objchunk *top;
+	unsigned int cap;	/* addresses a chunk holds */
+	size_t n;		/* objects on the stack, chunks included */
+};
+
+#define USKB_OBJSTACK_INIT(objsize)                                    \
+	{ .lock = PTHREAD_MUTEX_INITIALIZER,                           \
+	  .cap = (unsigned int)(((objsize) - 2 * sizeof(void *)) / sizeof(void *)) }
+
+/* Push @n objects (cached, as uskb_mem_cached left them). Cannot fail. */
+USKB_HIDDEN void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n);
+/* Pop up to @n objects into @v, still cached; returns how many. */
+USKB_HIDDEN size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n);
+
+/*
+ * kmalloc-style data buffers ("kbufs"): six size classes, 512 << c bytes,
+ * carved from 32 KiB page blocks.
+ */
+#define USKB_KBUF_CLASSES 6
+
+static inline int uskb_kbuf_class(unsigned int size)
+{
+	int c;
+
+	if (size <= 512)
+		return 0;
+	c = 32 - __builtin_clz(size - 1) - 9;
+	return c < USKB_KBUF_CLASSES ? c : -1;
+}
+
+static inline unsigned int uskb_kbuf_class_size(int c)
+{
+	return 512u << c;
+}
+
+/* Up to @n kbufs of class @c (cached), carving a new block when needed; how many. */
+USKB_HIDDEN unsigned int __uskb_slab_kbufs_get(int c, void **v, unsigned int n);
+/* Give @n cached kbufs of class @c back. Cannot fail. */
+USKB_HIDDEN void __uskb_slab_kbufs_put(int c, void **v, unsigned int n);
+/* Page blocks carved into kbufs (they are never returned) */
+USKB_HIDDEN int64_t __uskb_slab_pages(void);
+
+/* skb shells: objects of @size bytes (set by the first call), cache-line aligned */
+USKB_HIDDEN unsigned int __uskb_slab_shells_get(void **v, unsigned int n);
+USKB_HIDDEN void __uskb_slab_shells_put(void **v, unsigned int n);
+/* shells ever made */
+USKB_HIDDEN int64_t __uskb_slab_shells_created(void);
+
+#endif

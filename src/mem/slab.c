@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The slab: global stacks of free fixed-size objects behind the per-thread
+ * caches: skb shells (carved from 64-shell slabs) and the size classes of
+ * kmalloc-style data buffers (carved from 32 KiB page blocks). Objects are
+ * never returned to the system; a free only pushes, and cannot fail.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem/priv.h"
+#include "uskb/skb.h"
+
+/* A free object that holds the addresses of up to st->cap other free objects. */
+struct uskb_objchunk {
+	struct uskb_objchunk *next;
+	size_t n;
+	void *obj[];
+};
+
+#define CHUNK_HDR sizeof(struct uskb_objchunk)
+
+void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
+{
+	struct uskb_objchunk *c;
+
+	pthread_mutex_lock(&st->lock);
+	st->n += n;
+	c = st->top;
+	while (n) {
+		void *o = v[--n];
+
+		if (c && c->n < st->cap) {
+			c->obj[c->n++] = o;
+			continue;
+		}
+		/* the object becomes a chunk: its header and addresses stay readable */
+		uskb_mem_defined(o, CHUNK_HDR + st->cap * sizeof(void *));
+		c = o;
+		c->next = st->top;
+		c->n = 0;
+		st->top = c;
+	}
+	pthread_mutex_unlock(&st->lock);
+}
+
+size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
+{
+	struct uskb_objchunk *c;
+	size_t got = 0;
+
+	pthread_mutex_lock(&st->lock);
+	while (got < n && (c = st->top)) {
+		if (c->n) {
+			size_t k = c->n < n - got ? c->n : n - got;
+
+			c->n -= k;
+			memcpy(v + got, c->obj + c->n, k * sizeof(void *));
+			got += k;
+			continue;
+		}
+		/* an empty chunk is an object like the others */
+		st->top = c->next;
+		uskb_mem_cached(c, CHUNK_HDR + st->cap * sizeof(void *));
+		v[got++] = c;
+	}
+	st->n -= got;
+	pthread_mutex_unlock(&st->lock);
+	return got;
+}
+
+/* ---- shells ---- */
+
+#define SHELL_SLAB 64
+#define SHELL_SIZE USKB_DATA_ALIGN(sizeof(struct uskb))
+
+static struct uskb_objstack shells = USKB_OBJSTACK_INIT(SHELL_SIZE);
+static pthread_mutex_t shell_grow = PTHREAD_MUTEX_INITIALIZER;
+static int64_t shells_created;
+
+unsigned int __uskb_slab_shells_get(void **v, unsigned int n)
+{
+	size_t got = __uskb_objstack_pop(&shells, v, n);
+
+	while (got < n) {
+		void *slab[SHELL_SLAB];
+		char *mem = aligned_alloc(USKB_CACHE_BYTES, SHELL_SLAB * SHELL_SIZE);
+		int i;
+
+		if (!mem)
+			break;
+		for (i = 0; i < SHELL_SLAB; i++) {
+			slab[i] = mem + (size_t)i * SHELL_SIZE;
+			uskb_mem_cached(slab[i], SHELL_SIZE);
+		}
+		pthread_mutex_lock(&shell_grow);
+		shells_created += SHELL_SLAB;
+		pthread_mutex_unlock(&shell_grow);
+		__uskb_objstack_push(&shells, slab, SHELL_SLAB);
+		got += __uskb_objstack_pop(&shells, v + got, n - got);
+	}
+	return (unsigned int)got;
+}
+
+void __uskb_slab_shells_put(void **v, unsigned int n)
+{
+	__uskb_objstack_push(&shells, v, n);
+}
+
+int64_t __uskb_slab_shells_created(void)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&shell_grow);
+	n = shells_created;
+	pthread_mutex_unlock(&shell_grow);
+	return n;
+}
+
+/* ---- kbufs ---- */
+
+#define KBUF_STACK(c) USKB_OBJSTACK_INIT(512u << (c))
+
+static struct uskb_objstack kbufs[USKB_KBUF_CLASSES] = {
+	KBUF_STACK(0), KBUF_STACK(1), KBUF_STACK(2), KBUF_STACK(3), KBUF_STACK(4), KBUF_STACK(5),
+};
+_Static_assert(USKB_KBUF_CLASSES == 6, "one stack per class");
+
+static pthread_mutex_t kbuf_grow = PTHREAD_MUTEX_INITIALIZER;
+static int64_t slab_pages;
+
+unsigned int __uskb_slab_kbufs_get(int c, void **v, unsigned int n)
+{
+	size_t got = __uskb_objstack_pop(&kbufs[c], v, n);
+
+	while (got < n) {
+		struct uskb_page *p = uskb_page_alloc(USKB_PAGE_FRAG_ORDER);
+		unsigned int sz = uskb_kbuf_class_size(c), i, cnt;
+		void *objs[(USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER) / 512];
+
+		if (!p)
+			break;
+		p->flags |= USKB_PG_SLAB;
+		p->private = (uintptr_t)c;
+		cnt = (unsigned int)(uskb_page_size(p) / sz);
+		/* pushed last to first, so they come off in address order */
+		for (i = 0; i < cnt; i++) {
+			objs[i] = (char *)p->addr + (size_t)(cnt - 1 - i) * sz;
+			uskb_mem_cached(objs[i], sz);
+		}
+		pthread_mutex_lock(&kbuf_grow);
+		slab_pages++;
+		pthread_mutex_unlock(&kbuf_grow);
+		__uskb_objstack_push(&kbufs[c], objs, cnt);
+		got += __uskb_objstack_pop(&kbufs[c], v + got, n - got);
+	}
+	return (unsigned int)got;
+}
+
+void __uskb_slab_kbufs_put(int c, void **v, unsigned int n)
+{
+	__uskb_objstack_push(&kbufs[c], v, n);
+}
+
+int64_t __uskb_slab_pages(void)
+{
+	int64_t n;
+
+	pthread_mutex_lock(&kbuf_grow);
+	n = slab_pages;
+	pthread_mutex_unlock(&kbuf_grow);
+	return n;
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * skb allocation: __alloc_skb, alloc_skb from the thread's ready pairs and
+ * caches, netdev_alloc_skb with page_frag heads, and bulk allocation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skb/priv.h"
+
+/*
+ * Zero a small fixed-size prefix with plain 16-byte stores: for ~150 bytes
+ * "rep stosb" (what memset becomes) costs several ns to start, and its
+ * stores do not forward to the loads that follow.
+ */
+typedef uint64_t uskb_v16 __attribute__((vector_size(16), aligned(8), may_alias));
+
+static inline __attribute__((always_inline)) void zero_prefix(void *p, size_t n)
+{
+	uskb_v16 *v = p, z = { 0, 0 };
+
+	/* n is a constant: these fold to n / 16 plain stores, never a memset call */
+#define Z16(i)                                                                 \
+	if (n >= (i + 1) * 16)                                                 \
+		v[i] = z;
+	Z16(0) Z16(1) Z16(2) Z16(3) Z16(4) Z16(5) Z16(6) Z16(7) Z16(8) Z16(9)
+#undef Z16
+	_Static_assert(offsetof(struct uskb, tail) <= 160, "zero_prefix covers 160 bytes");
+	if (n & 8)
+		*(uint64_t *)((char *)p + (n & ~(size_t)15)) = 0;
+}
+
+_Static_assert(offsetof(struct uskb, tail) % 8 == 0, "zero_prefix works in 8s");
+_Static_assert(offsetof(struct uskb_shared_info, dataref) % 8 == 0, "zero_prefix works in 8s");
+
+static void init_shinfo(struct uskb_shared_info *shinfo)
+{
+	zero_prefix(shinfo, offsetof(struct uskb_shared_info, dataref));
+	atomic_init(&shinfo->dataref, 1);
+	shinfo->xdp_frags_size = 0;
+	shinfo->destructor_arg = NULL;
+}
+
+/* __build_skb_around(): set up a zeroed shell around head @data. */
+static inline __attribute__((always_inline)) void
+build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
+	     bool head_frag, unsigned int head_class)
+{
+	zero_prefix(skb, offsetof(struct uskb, tail));
+	skb->truesize = USKB_TRUESIZE(size);
+	atomic_init(&skb->users, 1);
+	skb->head = data;
+	skb->data = data;
+	skb->tail = 0;
+	skb->end = size;
+	/*
+	 * The flag byte was just zeroed by 16-byte stores: a bitfield
+	 * read-modify-write now would stall on store forwarding, so only
+	 * set the bit when there is one to set.
+	 */
+	if (head_frag)
+		skb->head_frag = 1;
+	skb->head_class = (uint8_t)head_class;
+	skb->mac_header = USKB_HEADER_UNSET;
+	skb->transport_header = USKB_HEADER_UNSET;
+	skb->alloc_cpu = owner;
+	init_shinfo(uskb_shinfo(skb));
+}
+
+static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
+{
+	struct uskb_fclones *fc = aligned_alloc(USKB_CACHE_BYTES,
+						 USKB_DATA_ALIGN(sizeof(*fc)));
+
+	if (!fc)
+		return NULL;
+	fc->skb2.fclone = USKB_FCLONE_CLONE;
+	atomic_init(&fc->fclone_ref, 1);
+	uskb_mem_cached(&fc->skb2, sizeof(fc->skb2));
+	uskb_count_add(&t->c[USKB_TC_FCLONE_ALLOC], 1);
+	uskb_count_add(&t->c[USKB_TC_FC_SKB_ALLOC], 1);
+	return &fc->skb1;
+}
+
+struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
+{
+	struct uskb_tls *t = uskb_tls();
+	unsigned int total;
+	unsigned char *data;
+	struct uskb *skb;
+	bool head_frag;
+
+	/* unlikely: sizes near 4 GiB would overflow the head arithmetic */
+	if (uskb_unlikely(size > (1u << 30))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size = USKB_DATA_ALIGN(size);
+	if (uskb_unlikely(!t))
+		return NULL; /* errno ENOMEM: no thread state */
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (flags & USKB_ALLOC_FCLONE)
+		skb = alloc_fclone_shell(t);
+	else
+		skb = uskb_shell_get(t);
+	if (uskb_unlikely(!skb)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	total = size + USKB_SHINFO_SIZE;
+	/* page_frag heads as __netdev_alloc_skb: only while they fit a block */
+	head_frag = (flags & USKB_ALLOC_HEAD_FRAG) && node == USKB_NO_NODE &&
+		    total <= (USKB_PAGE_SIZE << USKB_PAGE_FRAG_ORDER);
+	if (head_frag) {
+		data = __uskb_frag_head(t, total);
+	} else {
+		data = uskb_kbuf_alloc(t, &total, node);
+		size = USKB_WITH_OVERHEAD(total); /* the whole object is usable */
+	}
+	if (uskb_unlikely(!data)) {
+		int err = errno;
+
+		if (flags & USKB_ALLOC_FCLONE) {
+			free(skb);
+			uskb_count_add(&t->c[USKB_TC_FCLONE_FREE], 1);
+			uskb_count_add(&t->c[USKB_TC_FC_SKB_FREE], 1);
+		} else {
+			uskb_shell_put(t, skb);
+		}
+		errno = err;
+		return NULL;
+	}
+	build_around(skb, data, size, t->id, head_frag,
+		     head_frag ? 0 : (unsigned int)(uskb_kbuf_class(total) + 1));
+	if (flags & USKB_ALLOC_FCLONE)
+		skb->fclone = USKB_FCLONE_ORIG;
+	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
+	return skb;
+}
+
+/*
+ * The common allocation: a plain shell and a head of size class @c, both
+ * from this thread's caches (counters are the caller's). NULL if memory
+ * ran out.
+ */
+static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct uskb_tls *t,
+									  int c)
+{
+	struct uskb_kbuf_cache *kc = &t->kbufs[c];
+	struct uskb_ready *r = &t->ready[c];
+	unsigned int csz = uskb_kbuf_class_size(c);
+	struct uskb *skb;
+	unsigned char *data;
+
+	if (uskb_should_fail())
+		return NULL;
+
+	/*
+	 * unlikely: no pair ready and the shell cache is empty: take back what
+	 * other threads deferred to us first (it refills the pairs without a
+	 * lock). Only here, so the fast path never reads the list's cache line.
+	 */
+	if (uskb_unlikely(!r->n && !t->nshell) &&
+	    atomic_load_explicit(&t->defer_head, memory_order_relaxed))
+		__uskb_defer_drain(t, t);
+	/* likely: a pair freed on this thread, shell and head together */
+	if (uskb_likely(r->n)) {
+		skb = r->skb[--r->n];
+		uskb_mem_handed_out(skb, sizeof(*skb));
+		data = skb->head;
+		goto init;
+	}
+	/* caches refill in bulk */
+	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t);
+	if (uskb_unlikely(!skb))
+		return NULL;
+	data = uskb_likely(kc->n) ? kc->obj[--kc->n] : __uskb_kbuf_refill(t, c);
+	if (uskb_unlikely(!data)) {
+		uskb_mem_handed_out(skb, sizeof(*skb));
+		uskb_shell_put(t, skb);
+		return NULL;
+	}
+	uskb_mem_handed_out(skb, sizeof(*skb));
+init:
+	uskb_mem_handed_out(data, csz);
+	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
+	return skb;
+}
+
+struct uskb *uskb_alloc(unsigned int size)
+{
+	struct uskb_tls *t = uskb_tls();
+	struct uskb *skb;
+	int c;
+
+	/* unlikely: oversized requests and heads beyond the classes take the general path */
+	if (uskb_unlikely(size > (1u << 30)))
+		return __uskb_alloc(size, 0, USKB_NO_NODE);
+	c = uskb_kbuf_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
+	/* unlikely: no thread state (the general path says why) */
+	if (uskb_unlikely(c < 0 || !t))
+		return __uskb_alloc(size, 0, USKB_NO_NODE);
+	skb = alloc_in_class(t, c);
+	if (uskb_unlikely(!skb)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
+	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
+	return skb;
+}
+
+struct uskb *uskb_dev_alloc(unsigned int length)
+{
+	struct uskb *skb;
+
+	if (length > (1u << 30)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	skb = __uskb_alloc(length + USKB_NET_SKB_PAD, USKB_ALLOC_HEAD_FRAG, USKB_NO_NODE);
+
+	if (skb)
+		uskb_reserve(skb, USKB_NET_SKB_PAD);
+	return skb;
+}
+
+int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
+{
+	struct uskb_tls *t = uskb_tls();
+	unsigned int i;
+	int c;
+
+	if (uskb_unlikely(size > (1u << 30)))
+		return -EINVAL;
+	if (uskb_unlikely(!t))
+		return -ENOMEM;
+	c = uskb_kbuf_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
+	/* unlikely: heads too big for a class go one by one */
+	if (uskb_unlikely(c < 0)) {
+		for (i = 0; i < n; i++) {
+			skbs[i] = uskb_alloc(size);
+			if (uskb_unlikely(!skbs[i]))
+				goto fail;
+		}
+		return 0;
+	}
+	/* one class, one thread: the per-skb work is two pops and the init */
+	for (i = 0; i < n; i++) {
+		skbs[i] = alloc_in_class(t, c);
+		if (uskb_unlikely(!skbs[i]))
+			goto fail_counted;
+	}
+	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], n);
+	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], n);
+	return 0;
+fail_counted:
+	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], i);
+	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], i);
+fail:
+	while (i--)
+		uskb_free(skbs[i]);
+	return -ENOMEM;
+}

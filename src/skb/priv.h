@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_SKB_PRIV_H
+#define USKB_SKB_PRIV_H
+
+/*
+ * The skb layer's private interface: per-thread state (the caches of
+ * shells, kbufs and ready pairs, the defer list, counters), the tunables,
+ * and what alloc.c, free.c, defer.c, cache.c and skbuff.c share.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include "lib/compiler.h"
+#include "lib/debug.h"
+#include "mem/priv.h"
+#include "uskb/cache.h"
+#include "uskb/csum.h"
+#include "uskb/skb.h"
+#include "uskb/stats.h"
+#include "uskb/ubuf.h"
+
+/*
+ * Cache tunables (struct uskb_cache_opts), read with relaxed loads: a new
+ * value only has to be seen eventually.
+ */
+struct uskb_cfg {
+	_Atomic unsigned int cache_size;
+	_Atomic unsigned int bulk;
+	_Atomic unsigned int flush;
+	_Atomic unsigned int defer_max;
+};
+extern struct uskb_cfg __uskb_cfg USKB_HIDDEN;
+
+static inline unsigned int uskb_cfg(_Atomic unsigned int *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Per-thread counters, written by their thread only (uskb_count_add). */
+enum {
+	USKB_TC_SKB_ALLOC,	/* every skb: alloc, clone, copy */
+	USKB_TC_SKB_FREE,
+	USKB_TC_FCLONE_ALLOC,	/* fclone pairs */
+	USKB_TC_FCLONE_FREE,
+	USKB_TC_FC_SKB_ALLOC,	/* skbs living in fclone pairs (both halves) */
+	USKB_TC_FC_SKB_FREE,
+	USKB_TC_KBUF_ALLOC,	/* heads of every kind */
+	USKB_TC_KBUF_FREE,
+	USKB_TC_CACHE_MISS,	/* shells fetched from the slab */
+	USKB_TC_DEFERRED,	/* skbs this thread pushed to an owner */
+	USKB_TC_DRAINED,	/* deferred skbs this thread freed */
+	USKB_TC_DIRECT,		/* another thread's skbs this thread freed itself */
+	USKB_TC_NR
+};
+
+#define USKB_KBUF_CACHE_SIZE 64
+#define USKB_KBUF_CACHE_BULK 16
+
+struct uskb_kbuf_cache {
+	unsigned int n;
+	void *obj[USKB_KBUF_CACHE_SIZE];
+};
+
+/*
+ * Freed skbs that keep their kbuf head attached: the next allocation of
+ * that class takes shell and head in one pop (an mbuf-like pair). Both are
+ * free from the library's point of view (counted freed, poisoned); a flush
+ * splits them back into the shell and kbuf caches.
+ */
+#define USKB_READY_SIZE 64
+
+struct uskb_ready {
+	unsigned int n;
+	struct uskb *skb[USKB_READY_SIZE];
+};
+
+/*
+ * One per thread; also the "owner" other threads defer skbs to. Slots are
+ * never freed: an exiting thread marks its slot dead and a new thread
+ * adopts it, so a late push from another thread never hits freed memory.
+ */
+struct uskb_tls {
+	/* written by other threads: the defer list (its own cache line) */
+	_Alignas(64) _Atomic(struct uskb *) defer_head;
+	atomic_long defer_count;
+	atomic_int efd;			/* eventfd to kick at defer_max / 2, or -1 */
+	atomic_bool alive;
+	/* owner only */
+	_Alignas(64) int id;
+	unsigned int nshell;
+	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
+	struct uskb *shells[USKB_CACHE_MAX];
+	struct uskb_page_frag_cache frag;
+	int64_t c[USKB_TC_NR];
+	struct uskb_kbuf_cache kbufs[USKB_KBUF_CLASSES];
+	struct uskb_ready ready[USKB_KBUF_CLASSES];
+};
+
+#define USKB_MAX_OWNERS 4096
+/* slot of owner id (set before the id is used; never changes afterwards) */
+extern struct uskb_tls *__uskb_owner_tab[USKB_MAX_OWNERS] USKB_HIDDEN;
+
+extern __thread struct uskb_tls *__uskb_tls_ptr USKB_HIDDEN
+	__attribute__((tls_model("initial-exec")));
+/* this thread's new slot; NULL + ENOMEM when none can be made */
+USKB_HIDDEN struct uskb_tls *__uskb_tls_create(void);
+
+/* This thread's state, made on first use; NULL (errno ENOMEM) if it cannot be. */
+static inline struct uskb_tls *uskb_tls(void)
+{
+	struct uskb_tls *t = __uskb_tls_ptr;
+
+	/* unlikely: only a thread's first call creates its state */
+	if (uskb_unlikely(!t))
+		t = __uskb_tls_create();
+	return t;
+}
+
+/*
+ * The slot a thread without state of its own frees through, under
+ * __uskb_tls_fallback_lock (uskb_free() must work on every thread).
+ */
+USKB_HIDDEN struct uskb_tls *__uskb_tls_fallback_get(void);
+USKB_HIDDEN void __uskb_tls_fallback_put(struct uskb_tls *t);
+
+/* caches empty: deferred skbs first, then a bulk from the slab; NULL when out of memory */
+USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t);
+/* give all but @keep cached shells to the slab */
+USKB_HIDDEN void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
+
+/* Take a shell from this thread's cache. */
+static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
+{
+	struct uskb *skb;
+
+	/* likely: the cache refills in bulk, one miss per 16 allocations */
+	if (uskb_likely(t->nshell))
+		skb = t->shells[--t->nshell];
+	else
+		skb = __uskb_shell_refill(t);
+	if (uskb_likely(skb))
+		uskb_mem_handed_out(skb, sizeof(*skb));
+	return skb;
+}
+
+/* Return a shell to this thread's cache (handing back `flush` when full). */
+static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
+{
+	unsigned int size = uskb_cfg(&__uskb_cfg.cache_size);
+
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	uskb_mem_cached(skb, sizeof(*skb));
+	/* unlikely: once per `flush` frees */
+	if (uskb_unlikely(t->nshell >= size)) {
+		unsigned int fl = uskb_cfg(&__uskb_cfg.flush);
+
+		__uskb_shell_flush(t, size > fl ? size - fl : 0);
+		if (!size) {
+			/* cache off: straight to the slab */
+			__uskb_slab_shells_put((void **)&skb, 1);
+			return;
+		}
+	}
+	t->shells[t->nshell++] = skb;
+}
+
+/* Sum every slot's counters into @sum[USKB_TC_NR]; live threads, pending deferred skbs. */
+USKB_HIDDEN void __uskb_tls_counters(int64_t *sum, int64_t *threads, int64_t *pending);
+
+/* Release a thread's slot (it exits): caches back, slot left for adoption. */
+USKB_HIDDEN void __uskb_tls_release(struct uskb_tls *t);
+
+/* kbufs */
+USKB_HIDDEN void *__uskb_kbuf_refill(struct uskb_tls *t, int c);
+USKB_HIDDEN void __uskb_kbuf_flush(struct uskb_tls *t, int c, unsigned int keep);
+USKB_HIDDEN void *__uskb_kbuf_alloc_slow(struct uskb_tls *t, unsigned int *size, int node);
+USKB_HIDDEN void __uskb_kbufs_flush(struct uskb_tls *t);
+USKB_HIDDEN void __uskb_ready_flush(struct uskb_tls *t);
+
+/*
+ * A kmalloc-style head of at least *size bytes (shared info included);
+ * *size becomes the real size of the object, which the skb may use whole.
+ * NULL + errno on failure.
+ */
+static inline void *uskb_kbuf_alloc(struct uskb_tls *t, unsigned int *size, int node)
+{
+	int c = uskb_kbuf_class(*size);
+	struct uskb_kbuf_cache *kc;
+	void *data;
+
+	if (uskb_should_fail()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* unlikely: big, node-bound, or the class cache is empty */
+	if (uskb_unlikely(c < 0 || node != USKB_NO_NODE || !t->kbufs[c].n))
+		return __uskb_kbuf_alloc_slow(t, size, node);
+	kc = &t->kbufs[c];
+	data = kc->obj[--kc->n];
+	*size = uskb_kbuf_class_size(c);
+	uskb_mem_handed_out(data, *size);
+	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
+	return data;
+}
+
+/* page_frag head of exactly size bytes (head_frag = 1). */
+USKB_HIDDEN void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
+
+/* Free a head; @cls is skb->head_class (1 + size class, 0: page_frag or block). */
+static inline void uskb_kbuf_free(struct uskb_tls *t, unsigned char *head, unsigned int cls)
+{
+	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+	/* likely: kbufs of a class; page_frag and block heads drop a page ref */
+	if (uskb_likely(cls)) {
+		struct uskb_kbuf_cache *kc = &t->kbufs[cls - 1];
+
+		/* unlikely: a full cache hands half to the slab */
+		if (uskb_unlikely(kc->n == USKB_KBUF_CACHE_SIZE))
+			__uskb_kbuf_flush(t, (int)cls - 1, USKB_KBUF_CACHE_SIZE / 2);
+		uskb_mem_cached(head, uskb_kbuf_class_size((int)cls - 1));
+		kc->obj[kc->n++] = head;
+		return;
+	}
+	uskb_page_put(uskb_virt_to_page(head));
+}
+
+/* ---- free and deferred free ---- */
+
+struct uskb_fclones {
+	struct uskb skb1;
+	struct uskb skb2;
+	atomic_int fclone_ref;
+};
+
+/* skb_release_data() on this thread's caches */
+USKB_HIDDEN void __uskb_release_data(struct uskb_tls *t, struct uskb *skb);
+/* the tail of __kfree_skb on this thread: data, then shell or fclone pair */
+USKB_HIDDEN void __uskb_free_local(struct uskb_tls *t, struct uskb *skb);
+
+/*
+ * skb_zcopy(): the shared info carries a zero-copy ubuf. The skb's own hint
+ * answers without touching the shared info (another cache line, written by
+ * the owner) for the ordinary skb.
+ */
+static inline bool uskb_is_zcopy(const struct uskb *skb)
+{
+	return skb->zcopy_hint && skb->head &&
+	       (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
+}
+
+/* The owner to defer @skb to, or NULL when it must be freed here. */
+static inline struct uskb_tls *uskb_defer_owner(const struct uskb *skb)
+{
+	if (skb->fclone != USKB_FCLONE_UNAVAILABLE || !uskb_cfg(&__uskb_cfg.defer_max) ||
+	    uskb_is_zcopy(skb) || skb->alloc_cpu < 0 || skb->alloc_cpu >= USKB_MAX_OWNERS)
+		return NULL;
+	return __uskb_owner_tab[skb->alloc_cpu];
+}
+
+/* A chain of deferred skbs (through ll_next) for one owner, pushed with one exchange. */
+struct uskb_defer_batch {
+	struct uskb_tls *o;
+	struct uskb *first, *last;
+	long n;
+};
+
+/* push @skb (last user gone, owner another thread) to its owner; false: free it here */
+USKB_HIDDEN bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb);
+/* push a gathered chain, or free it here when the owner cannot take it */
+USKB_HIDDEN void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b);
+/* free what other threads deferred to @o, into @t's caches; how many */
+USKB_HIDDEN unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o);
+/* wake a sleeping owner: its defer list reached half the cap */
+USKB_HIDDEN void __uskb_defer_kick(struct uskb_tls *o);
+
+/* ---- zero-copy user buffers ---- */
+
+/* Descriptors for user memory, owned by the ubuf until its completion. */
+struct __uskb_user_pages {
+	struct __uskb_user_pages *next;
+	unsigned int n;
+	struct uskb_page pages[];
+};
+
+/* drop one reference to @uarg; the last one completes it, exactly once */
+USKB_HIDDEN void __uskb_ubuf_put(struct uskb *skb, struct uskb_ubuf *uarg, bool success);
+/* unclone without orphaning the frags (for uskb_copy_ubufs) */
+USKB_HIDDEN int __uskb_unclone_keep_frags(struct uskb *skb);
+
+#endif
