@@ -315,10 +315,11 @@ static void pp_thread_exit(void *arg)
 	__uskb_page_thread_flush();
 }
 
+static int pp_key_err;
+
 static void pp_key_init(void)
 {
-	if (pthread_key_create(&pp_key, pp_thread_exit))
-		uskb_bug("page_pool", NULL, "pthread_key_create failed");
+	pp_key_err = pthread_key_create(&pp_key, pp_thread_exit);
 }
 
 static atomic_llong live_pools;
@@ -387,6 +388,8 @@ static struct pp_tcache *pp_tcache_of(struct uskb_page_pool *pool, bool claim)
 			if (!pp_tc[i].pool) {
 				/* the first claim arms this thread's exit hook */
 				pthread_once(&pp_once, pp_key_init);
+				if (pp_key_err)
+					return NULL; /* no exit hook: pages go to the ring */
 				if (!pthread_getspecific(pp_key))
 					pthread_setspecific(pp_key, (void *)1);
 				pp_tc[i].pool = pool;

@@ -85,7 +85,8 @@ unsigned int __uskb_slab_shells_get(void **v, unsigned int n)
 
 	while (got < n) {
 		void *slab[SHELL_SLAB];
-		char *mem = aligned_alloc(USKB_CACHE_BYTES, SHELL_SLAB * SHELL_SIZE);
+		char *mem = uskb_should_fail() ? NULL :
+			    aligned_alloc(USKB_CACHE_BYTES, SHELL_SLAB * SHELL_SIZE);
 		int i;
 
 		if (!mem)

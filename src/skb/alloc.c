@@ -202,9 +202,11 @@ struct uskb *uskb_alloc(unsigned int size)
 	if (uskb_unlikely(size > (1u << 30)))
 		return __uskb_alloc(size, 0, USKB_NO_NODE);
 	c = uskb_kbuf_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
-	/* unlikely: no thread state (the general path says why) */
-	if (uskb_unlikely(c < 0 || !t))
+	if (uskb_unlikely(c < 0))
 		return __uskb_alloc(size, 0, USKB_NO_NODE);
+	/* unlikely: no thread state could be made (errno ENOMEM) */
+	if (uskb_unlikely(!t))
+		return NULL;
 	skb = alloc_in_class(t, c);
 	if (uskb_unlikely(!skb)) {
 		errno = ENOMEM;

@@ -75,7 +75,8 @@ struct uskb_tls *__uskb_tls_create(void)
 	if (t) {
 		reg.dead = t->next_dead;
 	} else {
-		t = reg.nslots < USKB_MAX_OWNERS ? aligned_alloc(64, sizeof(*t)) : NULL;
+		t = reg.nslots < USKB_MAX_OWNERS && !uskb_should_fail() ?
+			    aligned_alloc(64, sizeof(*t)) : NULL;
 		if (!t) {
 			pthread_mutex_unlock(&reg.lock);
 			errno = ENOMEM;
