@@ -16,6 +16,68 @@ static struct uskb *frame(unsigned int i, struct uskb_page *pg)
 	return skb;
 }
 
+/* A registered device type: takes every other skb, and says why it dropped the rest. */
+static int half_open(struct uskb_dev *dev, const char *arg)
+{
+	if (arg && strcmp(arg, "ok"))
+		return -EINVAL;
+	dev->features = USKB_DEV_F_SG;
+	return 0;
+}
+
+static void half_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n,
+		      int *res)
+{
+	(void)queue;
+	for (int i = 0; i < n; i++) {
+		res[i] = i % 2 ? USKB_XMIT_DROP : USKB_XMIT_OK;
+		if (i % 2)
+			snprintf(dev->last_error, sizeof(dev->last_error), "dropped skb %d", i);
+		uskb_consume(skbs[i]);
+	}
+}
+
+static const struct uskb_dev_ops half_ops = { .type = "half", .open = half_open,
+					       .xmit = half_xmit };
+static const struct uskb_dev_ops bad_ops = { .type = "ha:lf", .open = half_open,
+					      .xmit = half_xmit };
+static const struct uskb_dev_ops null_again = { .type = "null", .open = half_open,
+						.xmit = half_xmit };
+
+static void registry(void)
+{
+	struct uskb_dev_stats st;
+	struct uskb *skbs[4];
+	struct uskb_dev *dev;
+	char err[64];
+	int i;
+
+	CHECK(uskb_dev_open("half:ok") == NULL);
+	CHECK_EQ(uskb_dev_register(&half_ops), 0);
+	CHECK_EQ(uskb_dev_register(&half_ops), -EEXIST);
+	CHECK_EQ(uskb_dev_register(&null_again), -EEXIST);
+	CHECK_EQ(uskb_dev_register(&bad_ops), -EINVAL);
+	CHECK_EQ(uskb_dev_register(NULL), -EINVAL);
+	CHECK(uskb_dev_open("half:nope") == NULL);
+	dev = uskb_dev_open("half:ok");
+	CHECK(dev != NULL);
+	if (!dev)
+		return;
+	CHECK_EQ(uskb_dev_last_error(dev, err, sizeof(err)), 0);
+	for (i = 0; i < 4; i++) {
+		skbs[i] = uskb_alloc(100);
+		uskb_put_zero(skbs[i], 60);
+	}
+	CHECK_EQ(uskb_dev_xmit(dev, 0, skbs, 4, NULL), 2);
+	uskb_dev_get_stats(dev, 0, &st);
+	CHECK_EQ(st.tx_packets, 2);
+	CHECK_EQ(st.tx_dropped, 2);
+	CHECK_EQ(uskb_dev_last_error(dev, err, sizeof(err)), (int)strlen("dropped skb 3"));
+	CHECK(!strcmp(err, "dropped skb 3"));
+	CHECK_EQ(uskb_dev_last_error(dev, err, 0), -EINVAL);
+	uskb_dev_close(dev);
+}
+
 int main(void)
 {
 	const char *path = "/tmp/uskb-dev-test.pcap";
@@ -94,5 +156,6 @@ int main(void)
 	}
 	unlink(path);
 	uskb_page_put(pg);
+	registry();
 	return t_end("dev");
 }
