@@ -185,7 +185,7 @@ static void *alloc_zcopy(void *arg)
 	zc_skb = uskb_alloc(100);
 	/* as the zero-copy layer marks an skb carrying user memory */
 	uskb_shinfo(zc_skb)->flags |= USKB_SKBFL_ZEROCOPY_ENABLE;
-	zc_skb->zcopy_hint = 1;
+	zc_skb->__zcopy_hint = 1;
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar);
 	return NULL;

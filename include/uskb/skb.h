@@ -135,8 +135,8 @@ struct uskb {
 	uint16_t queue_mapping;
 	uint8_t cloned : 1, nohdr : 1, fclone : 2, head_frag : 1, pfmemalloc : 1,
 		pp_recycle : 1,
-		zcopy_hint : 1; /* uskb: may carry a zero-copy ubuf; 0 means certainly not */
-	uint8_t head_class; /**< uskb: 1 + size class of a kmalloc-style head; 0 otherwise */
+		__zcopy_hint : 1; /* allocator-private: may carry a zero-copy ubuf; 0: certainly not */
+	uint8_t __kbuf_class; /**< allocator-private: 1 + size class of a kbuf head; 0 otherwise */
 	int32_t alloc_cpu; /**< id of the thread cache the shell came from */
 	/* the headers group, copied as one block by __copy_skb_header */
 	union {

@@ -46,7 +46,7 @@ static void init_shinfo(struct uskb_shared_info *shinfo)
 /* __build_skb_around(): set up a zeroed shell around head @data. */
 static inline __attribute__((always_inline)) void
 build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
-	     bool head_frag, unsigned int head_class)
+	     bool head_frag, unsigned int __kbuf_class)
 {
 	zero_prefix(skb, offsetof(struct uskb, tail));
 	skb->truesize = USKB_TRUESIZE(size);
@@ -62,7 +62,7 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 	 */
 	if (head_frag)
 		skb->head_frag = 1;
-	skb->head_class = (uint8_t)head_class;
+	skb->__kbuf_class = (uint8_t)__kbuf_class;
 	skb->mac_header = USKB_HEADER_UNSET;
 	skb->transport_header = USKB_HEADER_UNSET;
 	skb->alloc_cpu = owner;

@@ -28,7 +28,7 @@ static inline bool skb_unref(struct uskb *skb)
 
 static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, struct uskb *skb)
 {
-	uskb_kbuf_free(t, skb->head, skb->head_class);
+	uskb_kbuf_free(t, skb->head, skb->__kbuf_class);
 }
 
 /*
@@ -117,7 +117,7 @@ static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 							     struct uskb *skb)
 {
 	if (uskb_likely(skb->head) && release_data_refs(skb)) {
-		unsigned int cls = skb->head_class;
+		unsigned int cls = skb->__kbuf_class;
 
 		/* likely: a plain skb with a class head: keep the pair for the next alloc */
 		if (uskb_likely(cls && skb->fclone == USKB_FCLONE_UNAVAILABLE &&

@@ -207,7 +207,7 @@ static inline void *uskb_kbuf_alloc(struct uskb_tls *t, unsigned int *size, int 
 /* page_frag head of exactly size bytes (head_frag = 1). */
 USKB_HIDDEN void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
 
-/* Free a head; @cls is skb->head_class (1 + size class, 0: page_frag or block). */
+/* Free a head; @cls is skb->__kbuf_class (1 + size class, 0: page_frag or block). */
 static inline void uskb_kbuf_free(struct uskb_tls *t, unsigned char *head, unsigned int cls)
 {
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
@@ -245,7 +245,7 @@ USKB_HIDDEN void __uskb_free_local(struct uskb_tls *t, struct uskb *skb);
  */
 static inline bool uskb_is_zcopy(const struct uskb *skb)
 {
-	return skb->zcopy_hint && skb->head &&
+	return skb->__zcopy_hint && skb->head &&
 	       (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
 }
 

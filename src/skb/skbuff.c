@@ -89,8 +89,8 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->pfmemalloc = skb->pfmemalloc;
 	n->pp_recycle = skb->pp_recycle;
 	n->head_frag = skb->head_frag;
-	n->head_class = skb->head_class;
-	n->zcopy_hint = skb->zcopy_hint;
+	n->__kbuf_class = skb->__kbuf_class;
+	n->__zcopy_hint = skb->__zcopy_hint;
 	n->destructor = NULL;
 	n->alloc_cpu = t->id;
 	n->tail = skb->tail;
@@ -237,12 +237,12 @@ static int expand_head(struct uskb *skb, int nhead, int ntail, bool orphan)
 			clone_fraglist(skb);
 		__uskb_release_data(t, skb);
 	} else {
-		uskb_kbuf_free(t, skb->head, skb->head_class);
+		uskb_kbuf_free(t, skb->head, skb->__kbuf_class);
 	}
 	data_off = (unsigned int)(skb->data - skb->head);
 	skb->head = data;
 	skb->head_frag = 0;
-	skb->head_class = (uint8_t)(uskb_kbuf_class(size + USKB_SHINFO_SIZE) + 1);
+	skb->__kbuf_class = (uint8_t)(uskb_kbuf_class(size + USKB_SHINFO_SIZE) + 1);
 	skb->data = data + nhead + data_off;
 	skb->end = size;
 	skb->tail += (uint32_t)nhead;

@@ -58,7 +58,7 @@ void uskb_zcopy_init(struct uskb *skb, struct uskb_ubuf *uarg)
 
 	shinfo->destructor_arg = uarg;
 	shinfo->flags |= uarg->flags;
-	skb->zcopy_hint = 1;
+	skb->__zcopy_hint = 1;
 }
 
 void uskb_zcopy_set(struct uskb *skb, struct uskb_ubuf *uarg, bool *have_ref)
