@@ -251,6 +251,10 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 	if (max <= 0)
 		return 0;
 	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);
+	/* unlikely: a receive that failed says why in the device too */
+	if (uskb_unlikely(n < 0 && n != -EINTR))
+		__uskb_dev_error(dev, -n, "queue %u: %s", queue,
+				 dev_err[0] ? dev_err : strerror(-n));
 	for (i = 0; i < n; i++)
 		bytes += skbs[i]->len;
 	if (n > 0 && dev->qstats) {

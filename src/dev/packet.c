@@ -59,6 +59,7 @@ struct ptx {
 };
 
 struct packet_priv {
+	struct uskb_dev *dev;
 	char ifname[IF_NAMESIZE];
 	bool mmsg;
 	unsigned int mtu, nq;
@@ -207,6 +208,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	dev->nrxqueues = 1;
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	dev->priv = p;
+	p->dev = dev;
 	return 0;
 }
 
@@ -269,8 +271,7 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		struct tpacket2_hdr *h = slot(t, t->cur);
 
 		if (too_long(p, t, skb)) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skb);
+			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i], "too long for the interface");
 			continue;
 		}
 		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
@@ -316,8 +317,9 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 			int nv = 0;
 
 			if (too_long(p, t, skb) || sh->frag_list) {
-				res[i] = USKB_XMIT_DROP;
-				uskb_consume(skb);
+				__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
+						sh->frag_list ? "a frag_list cannot be sent" :
+								"too long for the interface");
 				continue;
 			}
 			iov[k][nv].iov_base = skb->data;
@@ -339,6 +341,10 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		/* a partial count leaves the reason for the next call: retry those */
 		int fail = sent < 0 && errno != EAGAIN && errno != ENOBUFS ? USKB_XMIT_DROP :
 									     USKB_XMIT_BUSY;
+
+		if (fail == USKB_XMIT_DROP)
+			__uskb_dev_error(p->dev, errno, "queue %u: sendmmsg: %s",
+					 (unsigned int)(t - p->tx), strerror(errno));
 
 		if (sent < 0)
 			sent = 0;

@@ -37,6 +37,14 @@ USKB_HIDDEN unsigned int __uskb_dev_if_queues(const char *ifname);
 /* a frame the interface cannot take: past the MTU (a VLAN tag allowed), or not Ethernet */
 USKB_HIDDEN bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 
+/*
+ * Drop @skb, a frame the interface cannot take (@why: "is past the MTU"
+ * ...): it is consumed, its result is USKB_XMIT_DROP, and the device's
+ * last error says which queue, how long and why.
+ */
+USKB_HIDDEN void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
+				 int *res, const char *why);
+
 /* the built-in devices */
 extern const struct uskb_dev_ops __uskb_dev_null_ops USKB_HIDDEN;
 extern const struct uskb_dev_ops __uskb_dev_pcap_ops USKB_HIDDEN;

@@ -77,3 +77,12 @@ bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)
 		limit += 4;
 	return skb->len > limit;
 }
+
+void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb, int *res,
+		     const char *why)
+{
+	__uskb_dev_error(dev, EMSGSIZE, "queue %u: dropped a %u-byte frame: %s (MTU %u)", queue,
+			 skb->len, why, dev->mtu);
+	*res = USKB_XMIT_DROP;
+	uskb_consume(skb);
+}

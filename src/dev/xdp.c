@@ -349,8 +349,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		uint32_t idx;
 
 		if (__uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skb);
+			__uskb_dev_drop(dev, queue, skb, &res[i], "too long for the interface");
 			continue;
 		}
 		if (!q->tx_nfree) {
