@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mem layer: arenas of page blocks, page descriptors, page pools, the zero
- * page and the page_frag allocator.
+ * Pages: arenas of page blocks (the buddy allocator's place), page
+ * descriptors, the zero page, and the mem layer's statistics.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,7 +17,6 @@
 #define ARENA_SHIFT 22
 #define ARENA_SIZE (1ul << ARENA_SHIFT)
 #define ARENA_MAGIC 0x75736b6261726e61ull /* "uskbarna" */
-#define NODE_SLOTS 17 /* slot 0: no node; slot n + 1: node n */
 
 struct arena {
 	uint64_t magic;
@@ -35,14 +34,12 @@ _Static_assert(sizeof(struct arena) % 64 == 0, "descriptors stay aligned");
 
 static struct {
 	pthread_mutex_t lock;
-	struct uskb_page *free[USKB_PAGE_MAX_ORDER + 1][NODE_SLOTS];
+	struct uskb_page *free[USKB_PAGE_MAX_ORDER + 1][USKB_NODE_SLOTS];
 	struct arena *arenas;
 	int64_t in_use[USKB_PAGE_MAX_ORDER + 1];
 	uint64_t arena_bytes;
-	struct uskb_page *zero[NODE_SLOTS];
+	struct uskb_page *zero[USKB_NODE_SLOTS];
 } mem = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static atomic_llong frag_cache_pages;
 
 static int node_slot(int node)
 {
@@ -114,7 +111,7 @@ static int arena_grow(unsigned int order, int node)
 	return 0;
 }
 
-static struct uskb_page *arena_alloc(unsigned int order, int node)
+struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 {
 	struct uskb_page *p;
 	int slot = node_slot(node);
@@ -151,7 +148,7 @@ static struct uskb_page *arena_alloc(unsigned int order, int node)
 	return p;
 }
 
-static void arena_free(struct uskb_page *p)
+void __uskb_arena_free(struct uskb_page *p)
 {
 	atomic_store_explicit(&p->refcount, 0, memory_order_relaxed);
 	p->pp = NULL;
@@ -166,19 +163,17 @@ static void arena_free(struct uskb_page *p)
 
 struct uskb_page *uskb_page_alloc_node(unsigned int order, int node)
 {
-	if (order > USKB_PAGE_MAX_ORDER || node >= NODE_SLOTS - 1 || node < -1) {
+	if (order > USKB_PAGE_MAX_ORDER || node >= USKB_NODE_SLOTS - 1 || node < -1) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return arena_alloc(order, node);
+	return __uskb_arena_alloc(order, node);
 }
 
 struct uskb_page *uskb_page_alloc(unsigned int order)
 {
 	return uskb_page_alloc_node(order, USKB_NO_NODE);
 }
-
-static void pool_recycle(struct uskb_page *page);
 
 void __uskb_page_free(struct uskb_page *page)
 {
@@ -187,9 +182,9 @@ void __uskb_page_free(struct uskb_page *page)
 			 (page->flags & USKB_PG_ZERO) ? "the zero page" : "user memory",
 			 page->addr);
 	if (page->pp)
-		pool_recycle(page);
+		__uskb_pool_recycle(page);
 	else
-		arena_free(page);
+		__uskb_arena_free(page);
 }
 
 static struct arena *arena_of(const void *addr)
@@ -232,16 +227,16 @@ struct uskb_page *uskb_zero_page_node(int node)
 	int slot = node_slot(node);
 	struct uskb_page *p;
 
-	if (node < -1 || node >= NODE_SLOTS - 1)
+	if (node < -1 || node >= USKB_NODE_SLOTS - 1)
 		uskb_bug("zero_page", NULL, "no such node %d", node);
 	/* fast path: set once, published with release (pktgen asks per packet) */
 	p = __atomic_load_n(&mem.zero[slot], __ATOMIC_ACQUIRE);
 	if (uskb_likely(p))
 		return p;
 
-	p = arena_alloc(0, node);
+	p = __uskb_arena_alloc(0, node);
 	if (!p && node >= 0)
-		p = arena_alloc(0, USKB_NO_NODE); /* the node has no memory: any will do */
+		p = __uskb_arena_alloc(0, USKB_NO_NODE); /* the node has no memory: any will do */
 	if (!p)
 		uskb_bug("zero_page", NULL, "cannot allocate the zero page");
 	memset(p->addr, 0, USKB_PAGE_SIZE);
@@ -259,7 +254,7 @@ struct uskb_page *uskb_zero_page_node(int node)
 		q->flags = 0;
 		mem.in_use[0]++;
 		pthread_mutex_unlock(&mem.lock);
-		arena_free(q);
+		__uskb_arena_free(q);
 		return p;
 	}
 	__atomic_store_n(&mem.zero[slot], p, __ATOMIC_RELEASE);
@@ -270,426 +265,6 @@ struct uskb_page *uskb_zero_page_node(int node)
 struct uskb_page *uskb_zero_page(void)
 {
 	return uskb_zero_page_node(USKB_NO_NODE);
-}
-
-/* ---- page pools ----
- *
- * A pool keeps freed pages for reuse in a locked ring, and each thread keeps
- * up to PP_TCACHE_SIZE of a pool's pages in a private cache (the page_pool's
- * lockless "alloc cache", per thread instead of per NAPI): a thread that
- * frees and allocates pool pages touches no lock. `out` counts the pages
- * not in the ring (in use or in thread caches); the pool is freed after
- * destroy when it reaches zero. Only locked paths change `out`.
- */
-
-#define PP_TCACHES 4
-#define PP_TCACHE_SIZE 64
-
-struct uskb_page_pool {
-	pthread_mutex_t lock;
-	unsigned int order;
-	int node;
-	unsigned int size, count;
-	atomic_bool destroyed;
-	long out;			/* under lock */
-	atomic_long tcached;		/* pages in thread caches */
-	atomic_ulong tc_alloc, tc_recycle; /* thread-cache hits */
-	struct uskb_page_pool_stats st;	/* locked-path counts */
-	struct uskb_page **ring;
-};
-
-struct pp_tcache {
-	struct uskb_page_pool *pool;
-	unsigned int n;
-	struct uskb_page *pages[PP_TCACHE_SIZE];
-};
-
-static __thread struct pp_tcache pp_tc[PP_TCACHES];
-static pthread_key_t pp_key;
-static pthread_once_t pp_once = PTHREAD_ONCE_INIT;
-
-/* A thread that cached pool pages gives them back when it exits. */
-static void pp_thread_exit(void *arg)
-{
-	(void)arg;
-	__uskb_page_thread_flush();
-}
-
-static int pp_key_err;
-
-static void pp_key_init(void)
-{
-	pp_key_err = pthread_key_create(&pp_key, pp_thread_exit);
-}
-
-static atomic_llong live_pools;
-static atomic_llong pool_idle;
-
-struct uskb_page_pool *uskb_page_pool_create(const struct uskb_page_pool_opts *opts)
-{
-	struct uskb_page_pool_opts o = { .sz = sizeof(o), .node = USKB_NO_NODE,
-					 .pool_size = 1024 };
-	struct uskb_page_pool *pool;
-
-	if (opts) {
-		if (opts->sz < offsetof(struct uskb_page_pool_opts, order) ||
-		    opts->sz > sizeof(o)) {
-			errno = EINVAL;
-			return NULL;
-		}
-		memcpy(&o, opts, opts->sz);
-		if (!o.pool_size)
-			o.pool_size = 1024;
-	}
-	if (o.order > USKB_PAGE_MAX_ORDER || o.node < -1 || o.node >= NODE_SLOTS - 1) {
-		errno = EINVAL;
-		return NULL;
-	}
-	pool = calloc(1, sizeof(*pool));
-	if (!pool)
-		return NULL;
-	pool->ring = calloc(o.pool_size, sizeof(*pool->ring));
-	if (!pool->ring) {
-		free(pool);
-		errno = ENOMEM;
-		return NULL;
-	}
-	pthread_mutex_init(&pool->lock, NULL);
-	pool->order = o.order;
-	pool->node = o.node;
-	pool->size = o.pool_size;
-	atomic_fetch_add(&live_pools, 1);
-	return pool;
-}
-
-static void pool_free(struct uskb_page_pool *pool)
-{
-	pthread_mutex_destroy(&pool->lock);
-	free(pool->ring);
-	free(pool);
-	atomic_fetch_sub(&live_pools, 1);
-}
-
-static void pp_tcache_release(struct pp_tcache *tc);
-
-static struct pp_tcache *pp_tcache_of(struct uskb_page_pool *pool, bool claim)
-{
-	int i;
-
-	for (i = 0; i < PP_TCACHES; i++) {
-		if (pp_tc[i].pool == pool)
-			return &pp_tc[i];
-		/* a slot still holding a destroyed pool's pages gives them back now */
-		if (claim && pp_tc[i].pool && atomic_load(&pp_tc[i].pool->destroyed))
-			pp_tcache_release(&pp_tc[i]);
-	}
-	if (claim)
-		for (i = 0; i < PP_TCACHES; i++)
-			if (!pp_tc[i].pool) {
-				/* the first claim arms this thread's exit hook */
-				pthread_once(&pp_once, pp_key_init);
-				if (pp_key_err)
-					return NULL; /* no exit hook: pages go to the ring */
-				if (!pthread_getspecific(pp_key))
-					pthread_setspecific(pp_key, (void *)1);
-				pp_tc[i].pool = pool;
-				return &pp_tc[i];
-			}
-	return NULL;
-}
-
-/* Hand a page back to its arena; the caller holds pool->lock. True: pool done. */
-static bool pool_release_locked(struct uskb_page_pool *pool, struct uskb_page *page)
-{
-	pool->out--;
-	pool->st.released++;
-	page->pp_magic = 0;
-	atomic_store_explicit(&page->refcount, 1, memory_order_relaxed);
-	return atomic_load(&pool->destroyed) && !pool->out;
-}
-
-struct uskb_page *uskb_page_pool_alloc(struct uskb_page_pool *pool)
-{
-	struct pp_tcache *tc = pp_tcache_of(pool, false);
-	struct uskb_page *p = NULL;
-
-	if (uskb_unlikely(atomic_load_explicit(&pool->destroyed, memory_order_relaxed)))
-		uskb_bug("page_pool_alloc", NULL, "pool %p was destroyed", (void *)pool);
-	if (uskb_should_fail()) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	/* likely: a thread that recycles allocates from its own cache */
-	if (uskb_likely(tc && tc->n)) {
-		p = tc->pages[--tc->n];
-		/* an empty slot lets go of its pool: only held pages keep a pool alive */
-		if (!tc->n)
-			tc->pool = NULL;
-		atomic_fetch_sub_explicit(&pool->tcached, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&pool->tc_alloc, 1, memory_order_relaxed);
-		goto out;
-	}
-	pthread_mutex_lock(&pool->lock);
-	if (pool->count) {
-		p = pool->ring[--pool->count];
-		atomic_fetch_sub(&pool_idle, 1);
-		pool->st.alloc_fast++;
-		pool->out++;
-	}
-	pthread_mutex_unlock(&pool->lock);
-	if (!p) {
-		p = arena_alloc(pool->order, pool->node);
-		if (!p)
-			return NULL;
-		p->pp = pool;
-		p->flags = USKB_PG_POOL;
-		p->pp_magic = USKB_PP_SIGNATURE;
-		pthread_mutex_lock(&pool->lock);
-		pool->st.alloc_slow++;
-		pool->out++;
-		pthread_mutex_unlock(&pool->lock);
-		return p;
-	}
-out:
-	uskb_mem_handed_out(p->addr, uskb_page_size(p));
-	atomic_store_explicit(&p->refcount, 1, memory_order_relaxed);
-	return p;
-}
-
-static void pool_recycle(struct uskb_page *page)
-{
-	struct uskb_page_pool *pool = page->pp;
-	struct pp_tcache *tc;
-	bool release, last = false;
-
-	/* likely: the freeing thread keeps the page for its next allocation */
-	if (uskb_likely(!atomic_load_explicit(&pool->destroyed, memory_order_relaxed)) &&
-	    (tc = pp_tcache_of(pool, true)) && tc->n < PP_TCACHE_SIZE) {
-		atomic_store_explicit(&page->refcount, 0, memory_order_relaxed);
-		uskb_mem_cached(page->addr, uskb_page_size(page));
-		tc->pages[tc->n++] = page;
-		atomic_fetch_add_explicit(&pool->tcached, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&pool->tc_recycle, 1, memory_order_relaxed);
-		return;
-	}
-	pthread_mutex_lock(&pool->lock);
-	release = atomic_load(&pool->destroyed) || pool->count == pool->size;
-	if (release) {
-		last = pool_release_locked(pool, page);
-	} else {
-		atomic_store_explicit(&page->refcount, 0, memory_order_relaxed);
-		uskb_mem_cached(page->addr, uskb_page_size(page));
-		pool->ring[pool->count++] = page;
-		pool->out--;
-		atomic_fetch_add(&pool_idle, 1);
-		pool->st.recycled++;
-	}
-	pthread_mutex_unlock(&pool->lock);
-	if (release)
-		arena_free(page);
-	if (last)
-		pool_free(pool);
-}
-
-/* Return one slot's pages: to the pool's ring, or the arena once it is destroyed. */
-static void pp_tcache_release(struct pp_tcache *tc)
-{
-	struct uskb_page_pool *pool = tc->pool;
-	struct uskb_page *rel[PP_TCACHE_SIZE];
-	unsigned int nrel = 0, k;
-	bool last = false;
-
-	pthread_mutex_lock(&pool->lock);
-	atomic_fetch_sub(&pool->tcached, (long)tc->n);
-	while (tc->n) {
-		struct uskb_page *p = tc->pages[--tc->n];
-
-		if (!atomic_load(&pool->destroyed) && pool->count < pool->size) {
-			pool->ring[pool->count++] = p;
-			pool->out--;
-			atomic_fetch_add(&pool_idle, 1);
-		} else {
-			last = pool_release_locked(pool, p);
-			rel[nrel++] = p;
-		}
-	}
-	pthread_mutex_unlock(&pool->lock);
-	tc->pool = NULL;
-	for (k = 0; k < nrel; k++) {
-		uskb_mem_handed_out(rel[k]->addr, uskb_page_size(rel[k]));
-		arena_free(rel[k]);
-	}
-	if (last)
-		pool_free(pool);
-}
-
-/* Return this thread's cached pool pages. */
-void __uskb_page_thread_flush(void)
-{
-	int i;
-
-	for (i = 0; i < PP_TCACHES; i++)
-		if (pp_tc[i].pool)
-			pp_tcache_release(&pp_tc[i]);
-}
-
-void uskb_page_pool_destroy(struct uskb_page_pool *pool)
-{
-	unsigned int n;
-	bool last;
-
-	if (!pool)
-		return;
-	/* the caller's own cached pages go first, so a quiet pool dies here */
-	{
-		struct pp_tcache *tc = pp_tcache_of(pool, false);
-
-		pthread_mutex_lock(&pool->lock);
-		if (tc) {
-			atomic_fetch_sub(&pool->tcached, (long)tc->n);
-			while (tc->n && pool->count < pool->size) {
-				pool->ring[pool->count++] = tc->pages[--tc->n];
-				pool->out--;
-				atomic_fetch_add(&pool_idle, 1);
-			}
-			tc->pool = tc->n ? tc->pool : NULL;
-			atomic_fetch_add(&pool->tcached, (long)tc->n);
-		}
-		atomic_store(&pool->destroyed, true);
-		n = pool->count;
-		pool->count = 0;
-		atomic_fetch_sub(&pool_idle, n);
-		last = !pool->out;
-		pthread_mutex_unlock(&pool->lock);
-	}
-	while (n--) {
-		struct uskb_page *p = pool->ring[n];
-
-		p->pp_magic = 0;
-		arena_free(p);
-	}
-	if (last)
-		pool_free(pool);
-}
-
-void uskb_page_pool_get_stats(struct uskb_page_pool *pool, struct uskb_page_pool_stats *st)
-{
-	long tcached;
-
-	pthread_mutex_lock(&pool->lock);
-	*st = pool->st;
-	tcached = atomic_load(&pool->tcached);
-	st->idle = pool->count + (uint64_t)tcached;
-	st->in_use = (uint64_t)(pool->out - tcached);
-	st->alloc_fast += atomic_load(&pool->tc_alloc);
-	st->recycled += atomic_load(&pool->tc_recycle);
-	pthread_mutex_unlock(&pool->lock);
-}
-
-/* ---- page_frag ---- */
-
-#define FRAG_BIAS 0x10000u
-
-static int frag_refill(struct uskb_page_frag_cache *nc)
-{
-	struct uskb_page *p;
-
-	p = arena_alloc(USKB_PAGE_FRAG_ORDER, nc->node);
-	if (!p)
-		p = arena_alloc(0, nc->node);
-	if (!p)
-		return -ENOMEM;
-	/* relaxed: not shared yet */
-	atomic_fetch_add_explicit(&p->refcount, (int)FRAG_BIAS, memory_order_relaxed);
-	nc->page = p;
-	nc->bias = FRAG_BIAS + 1;
-	nc->offset = (uint32_t)uskb_page_size(p);
-	atomic_fetch_add(&frag_cache_pages, 1);
-	return 0;
-}
-
-/* Drop the cache's remaining bias; true if that freed every reference. */
-static bool frag_drop_bias(struct uskb_page_frag_cache *nc)
-{
-	struct uskb_page *p = nc->page;
-	/* acq_rel: pairs with the release in page_put of outstanding frags */
-	int old = atomic_fetch_sub_explicit(&p->refcount, (int)nc->bias,
-					    memory_order_acq_rel);
-
-	if (uskb_unlikely(old < (int)nc->bias))
-		uskb_bug("page_frag", NULL, "refcount %d below bias %u", old, nc->bias);
-	return old == (int)nc->bias;
-}
-
-void *uskb_page_frag_alloc(struct uskb_page_frag_cache *nc, unsigned int size,
-			   unsigned int align)
-{
-	uint32_t off;
-
-	if (uskb_unlikely(!align || (align & (align - 1)) || align > USKB_PAGE_SIZE ||
-			  size > block_size(USKB_PAGE_FRAG_ORDER))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (uskb_should_fail()) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (uskb_unlikely(!nc->page) && frag_refill(nc))
-		goto nomem;
-	/* unlikely: one refill per 32 KiB of heads */
-	if (uskb_unlikely(nc->offset < size || nc->bias <= 1))
-		goto refill;
-fit:
-	off = (nc->offset - size) & ~(align - 1);
-	nc->offset = off;
-	nc->bias--;
-	return (char *)nc->page->addr + off;
-
-refill:
-	if (frag_drop_bias(nc)) {
-		/* every fragment came back: reuse the block in place */
-		struct uskb_page *p = nc->page;
-
-		if (uskb_page_size(p) >= size) {
-			atomic_store_explicit(&p->refcount, (int)FRAG_BIAS + 1,
-					      memory_order_relaxed);
-			nc->bias = FRAG_BIAS + 1;
-			nc->offset = (uint32_t)uskb_page_size(p);
-			goto fit;
-		}
-		atomic_store_explicit(&p->refcount, 1, memory_order_relaxed);
-		arena_free(p);
-	}
-	nc->page = NULL;
-	atomic_fetch_sub(&frag_cache_pages, 1);
-	if (frag_refill(nc))
-		goto nomem;
-	if (nc->offset >= size)
-		goto fit;
-	uskb_page_frag_cache_drain(nc); /* only the order-0 fallback came */
-nomem:
-	errno = ENOMEM;
-	return NULL;
-}
-
-void uskb_page_frag_free(void *addr)
-{
-	uskb_page_put(uskb_virt_to_page(addr));
-}
-
-void uskb_page_frag_cache_drain(struct uskb_page_frag_cache *nc)
-{
-	if (!nc->page)
-		return;
-	if (frag_drop_bias(nc)) {
-		atomic_store_explicit(&nc->page->refcount, 1, memory_order_relaxed);
-		arena_free(nc->page);
-	}
-	nc->page = NULL;
-	nc->bias = 0;
-	nc->offset = 0;
-	atomic_fetch_sub(&frag_cache_pages, 1);
 }
 
 /* ---- stats ---- */
@@ -706,11 +281,10 @@ void __uskb_page_stats(struct uskb_stats *st)
 	}
 	st->arena_bytes = mem.arena_bytes;
 	st->zero_page_refs = 0;
-	for (s = 0; s < NODE_SLOTS; s++)
+	for (s = 0; s < USKB_NODE_SLOTS; s++)
 		if (mem.zero[s])
 			st->zero_page_refs += uskb_page_ref_count(mem.zero[s]) - 1;
 	pthread_mutex_unlock(&mem.lock);
-	st->pools = atomic_load(&live_pools);
-	st->pool_pages_idle = atomic_load(&pool_idle);
-	st->frag_cache_pages = atomic_load(&frag_cache_pages);
+	__uskb_pool_stats(st);
+	__uskb_frag_stats(st);
 }

@@ -14,6 +14,18 @@
 #include "uskb/page.h"
 #include "uskb/stats.h"
 
+/* NUMA nodes the mem layer knows: slot 0 is "no node", slot n + 1 node n */
+#define USKB_NODE_SLOTS 17
+
+/* a page block from the arenas (fault injection included); NULL + errno */
+USKB_HIDDEN struct uskb_page *__uskb_arena_alloc(unsigned int order, int node);
+/* a block back to its arena's free list */
+USKB_HIDDEN void __uskb_arena_free(struct uskb_page *p);
+/* the last reference to a pool page: back to its pool (or the arena) */
+USKB_HIDDEN void __uskb_pool_recycle(struct uskb_page *page);
+USKB_HIDDEN void __uskb_pool_stats(struct uskb_stats *st);
+USKB_HIDDEN void __uskb_frag_stats(struct uskb_stats *st);
+
 /* the mem layer's share of uskb_stats_get() */
 USKB_HIDDEN void __uskb_page_stats(struct uskb_stats *st);
 /* return the calling thread's page-pool caches */
