@@ -142,7 +142,7 @@ int main(void)
 		uskb_free_bulk(v, BURST);
 	});
 
-	/* 3. the seed's comparison: local cache vs direct (cache off) */
+	/* 3. local cache vs direct (cache off) */
 	set_cache(0, 128);
 	BENCH("st1.uskb_nocache", N, for (i = 0; i < N; i++) {
 		struct uskb *skb = uskb_alloc(256);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The seed's experiment (kernel commit "pktgen: speedup fragmented skbs"):
+ * Shared zero page vs a page per packet (kernel commit "pktgen: speedup fragmented skbs"):
  * 100-byte packets with one frag, sent to the null device, the frag taken
  * from the one shared zero page vs from a page allocated and zeroed for
  * every packet (what pktgen did before). Both loops build with

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Zero-copy receive out of a kernel-shared region (a TPACKET_V3 ring's
- * blocks, an AF_XDP UMEM's frames): the rule of seed 000's user buffers
- * applied to RX rings.
+ * blocks, an AF_XDP UMEM's frames): the rule of zero-copy user buffers
+ * (docs/zerocopy.md) applied to RX rings.
  *
  * The region is cut into slots (a ring block, a UMEM frame). When the
  * kernel hands a slot over, its unit — a ubuf and a page descriptor over
