@@ -69,6 +69,9 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) src/internal.h
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 
+# pktgen's private headers
+$(filter $(BUILD)/obj/pktgen/%,$(LIB_OBJS)): src/pktgen/pg.h src/lib/compiler.h
+
 $(STATIC): $(LIB_OBJS)
 	$(call quiet,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^

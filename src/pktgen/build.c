@@ -5,9 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../internal.h"
-#include "uskb/dev.h"
-#include "uskb/pktgen.h"
+#include "pg.h"
 
 static void put16(unsigned char *p, uint16_t v)
 {

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -18,164 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../internal.h"
-#include "uskb/dev.h"
-#include "uskb/pktgen.h"
+#include "pg.h"
 
-#define PG_VERSION "Packet Generator for packet performance testing. Version: 2.75\n"
-#define MAX_CFLOWS 65536
-#define MAX_IMIX 20
-#define IMIX_PRECISION 100
-#define MAX_BURST 1024 /* a burst is sent in pieces of this many */
-#define RESULT_SZ 512
-#define NAME_SZ 128
+#define PG_FLAG_NAME(name) #name,
+const char *const __uskb_pg_flag_names[NR_PKT_FLAGS] = { PKT_FLAGS(PG_FLAG_NAME) };
+#undef PG_FLAG_NAME
 
-/* Flag bits, in the kernel's order (PKT_FLAGS). IPSEC is not supported. */
-enum {
-	F_IPV6 = 1 << 0,
-	F_IPSRC_RND = 1 << 1,
-	F_IPDST_RND = 1 << 2,
-	F_TXSIZE_RND = 1 << 3,
-	F_UDPSRC_RND = 1 << 4,
-	F_UDPDST_RND = 1 << 5,
-	F_UDPCSUM = 1 << 6,
-	F_NO_TIMESTAMP = 1 << 7,
-	F_MPLS_RND = 1 << 8,
-	F_QUEUE_MAP_RND = 1 << 9,
-	F_QUEUE_MAP_CPU = 1 << 10,
-	F_FLOW_SEQ = 1 << 11,
-	F_IPSEC = 1 << 12,
-	F_MACSRC_RND = 1 << 13,
-	F_MACDST_RND = 1 << 14,
-	F_VID_RND = 1 << 15,
-	F_SVID_RND = 1 << 16,
-	F_NODE = 1 << 17,
-	F_SHARED = 1 << 18,
-};
-#define NR_PKT_FLAGS 19
-static const char *const flag_names[NR_PKT_FLAGS] = {
-	"IPV6",	    "IPSRC_RND",     "IPDST_RND", "TXSIZE_RND", "UDPSRC_RND",
-	"UDPDST_RND", "UDPCSUM",     "NO_TIMESTAMP", "MPLS_RND", "QUEUE_MAP_RND",
-	"QUEUE_MAP_CPU", "FLOW_SEQ", "IPSEC",	 "MACSRC_RND", "MACDST_RND",
-	"VID_RND",  "SVID_RND",	     "NODE",	  "SHARED",
-};
-
-enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
-
-struct flow_state {
-	uint32_t cur_daddr;
-	unsigned int count;
-	bool init;
-};
-
-struct imix_pkt {
-	uint64_t size, weight, count_so_far;
-};
-
-/* A device of the engine (the net_device), shared by the pktgen_devs on it. */
-struct pg_netdev {
-	struct pg_netdev *next;
-	char name[NAME_SZ];
-	struct uskb_dev *dev;
-	bool owned; /* opened by us from a spec: closed with the last user */
-	int users;
-	pthread_mutex_t *txlock; /* HARD_TX_LOCK per queue, taken when users > 1 */
-};
-
-struct pg_thread;
-
-struct pg_dev {
-	struct pg_dev *next;
-	struct pg_thread *t;
-	struct pg_netdev *nd;
-	char odevname[NAME_SZ];
-	char result[RESULT_SZ];
-
-	/* parameters */
-	uint32_t flags;
-	unsigned int min_pkt_size, max_pkt_size, cur_pkt_size;
-	int nfrags;
-	uint64_t delay, count;
-	int clone_skb;
-	unsigned int burst;
-	int node;
-	int xmit_mode;
-	char dst_min[32], dst_max[32], src_min[32], src_max[32];
-	uint32_t saddr_min, saddr_max, daddr_min, daddr_max; /* network order */
-	struct in6_addr in6_saddr, in6_daddr, min_in6_saddr, max_in6_saddr, min_in6_daddr,
-		max_in6_daddr;
-	uint16_t udp_src_min, udp_src_max, udp_dst_min, udp_dst_max;
-	uint8_t tos, traffic_class;
-	uint32_t labels[16]; /* host order, as given */
-	unsigned int nr_labels;
-	uint16_t vlan_id, vlan_p, vlan_cfi, svlan_id, svlan_p, svlan_cfi;
-	uint32_t src_mac_count, dst_mac_count;
-	uint8_t dst_mac[6], src_mac[6];
-	unsigned int cflows, lflow;
-	unsigned int queue_map_min, queue_map_max;
-	uint32_t skb_priority;
-	unsigned int n_imix;
-	struct imix_pkt imix[MAX_IMIX];
-	uint8_t imix_dist[IMIX_PRECISION];
-	uint32_t spi;
-
-	/* state */
-	uint8_t hh[14];
-	uint32_t cur_saddr, cur_daddr;
-	struct in6_addr cur_in6_saddr, cur_in6_daddr;
-	uint16_t cur_udp_src, cur_udp_dst;
-	uint32_t cur_dst_mac_offset, cur_src_mac_offset;
-	unsigned int cur_queue_map, cur_imix;
-	int sent_queue; /* the queue of the last transmit (-1: none): it is what a flush pushes */
-	struct flow_state *flows;
-	unsigned int nflows, curfl;
-	uint32_t seq_num;
-	uint16_t ip_id;
-	uint64_t rng;
-	struct uskb *skb;
-	struct uskb_page *zero; /* the shared zero page of this device's node */
-	unsigned int last_pkt_size;
-	int clone_count;
-	bool last_ok;
-	int last_nfrags;
-	uint64_t next_tx;
-	_Atomic uint64_t started_at, stopped_at, idle_acc; /* ns, CLOCK_MONOTONIC */
-	_Atomic uint64_t sofar, errors, tx_bytes;
-	_Atomic bool running;
-	struct uskb_pktgen_pkt pkt;
-};
-
-struct pg_thread {
-	struct uskb_pktgen *pg;
-	int id, cpu;
-	struct pg_dev *devs; /* newest first, as list_add_rcu */
-	char result[RESULT_SZ];
-	pthread_t th;
-	struct uskb *vec[MAX_BURST];
-	int res[MAX_BURST];
-};
-
-struct uskb_pktgen {
-	int nthreads, ncpus;
-	bool pin;
-	uint64_t seed;
-	bool seeded;
-	unsigned int ndevs_made;
-	struct pg_netdev *netdevs;
-	_Atomic bool running, stop;
-	pthread_mutex_t lock; /* serializes writes */
-	struct pg_thread threads[];
-};
-
-/* ---- time, random ---- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* ---- random ---- */
 
 static uint32_t prandom(struct pg_dev *d)
 {
@@ -448,7 +298,7 @@ static uint32_t read_flag(const char *f, bool *disable)
 			continue;
 		if (!*disable && (1u << i) == F_IPV6) /* IPV6 can only be cleared */
 			continue;
-		if (!strcmp(f, flag_names[i]))
+		if (!strcmp(f, __uskb_pg_flag_names[i]))
 			return 1u << i;
 	}
 	if (!strcmp(f, "FLOW_RND")) {
@@ -534,10 +384,10 @@ static void store_num(struct pg_dev *d, const struct num_cmd *c, unsigned long l
 static void clear_counters(struct pg_dev *d)
 {
 	d->seq_num = 1;
-	atomic_store(&d->idle_acc, 0);
-	atomic_store(&d->sofar, 0);
-	atomic_store(&d->tx_bytes, 0);
-	atomic_store(&d->errors, 0);
+	d->idle_acc = 0;
+	d->sofar = 0;
+	d->tx_bytes = 0;
+	d->errors = 0;
 }
 
 static int dev_write(struct pg_dev *d, const char *buf)
@@ -881,7 +731,7 @@ static void dev_show(struct pg_dev *d, struct sbuf *s)
 {
 	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN], c[INET6_ADDRSTRLEN], m[18];
 	bool running = atomic_load(&d->running);
-	uint64_t stopped = running ? now_ns() : atomic_load(&d->stopped_at);
+	uint64_t stopped = running ? uskb_mono_ns() : atomic_load(&d->stopped_at);
 
 	sb(s, "Params: count %" PRIu64 "  min_pkt_size: %u  max_pkt_size: %u\n", d->count,
 	   d->min_pkt_size, d->max_pkt_size);
@@ -942,13 +792,13 @@ static void dev_show(struct pg_dev *d, struct sbuf *s)
 		if ((1u << i) == F_FLOW_SEQ && !d->cflows)
 			continue;
 		if (d->flags & (1u << i))
-			sb(s, "%s  ", flag_names[i]);
+			sb(s, "%s  ", __uskb_pg_flag_names[i]);
 		else if ((1u << i) == F_FLOW_SEQ)
 			sb(s, "FLOW_RND  ");
 	}
 	sb(s, "\n");
-	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n", atomic_load(&d->sofar),
-	   atomic_load(&d->errors));
+	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n", uskb_count_read(&d->sofar),
+	   uskb_count_read(&d->errors));
 	if (d->n_imix) {
 		sb(s, "     imix_size_counts: ");
 		for (unsigned int i = 0; i < d->n_imix; i++)
@@ -956,7 +806,7 @@ static void dev_show(struct pg_dev *d, struct sbuf *s)
 		sb(s, "\n");
 	}
 	sb(s, "     started: %" PRIu64 "us  stopped: %" PRIu64 "us idle: %" PRIu64 "us\n",
-	   atomic_load(&d->started_at) / 1000, stopped / 1000, atomic_load(&d->idle_acc) / 1000);
+	   atomic_load(&d->started_at) / 1000, stopped / 1000, uskb_count_read(&d->idle_acc) / 1000);
 	sb(s, "     seq_num: %d  cur_dst_mac_offset: %d  cur_src_mac_offset: %d\n", (int)d->seq_num,
 	   (int)d->cur_dst_mac_offset, (int)d->cur_src_mac_offset);
 	if (d->flags & F_IPV6)
@@ -1264,7 +1114,7 @@ static void dev_start(struct pg_dev *d)
 	}
 	d->last_nfrags = -1;
 	d->zero = d->node >= 0 && (d->flags & F_NODE) ? uskb_zero_page_node(d->node) : uskb_zero_page();
-	t = now_ns();
+	t = uskb_mono_ns();
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
 	snprintf(d->result, RESULT_SZ, "Starting");
@@ -1335,9 +1185,9 @@ static void dev_flush(struct pg_dev *d)
 /* pktgen_stop_device() + show_results() */
 static void dev_stop(struct pg_dev *d)
 {
-	uint64_t stopped = now_ns(), started = atomic_load(&d->started_at);
-	uint64_t elapsed = stopped - started, idle = atomic_load(&d->idle_acc), pps, bps;
-	uint64_t sofar = atomic_load(&d->sofar);
+	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
+	uint64_t elapsed = stopped - started, idle = uskb_count_read(&d->idle_acc), pps, bps;
+	uint64_t sofar = uskb_count_read(&d->sofar);
 	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : -1;
 	int n;
 
@@ -1358,20 +1208,9 @@ static void dev_stop(struct pg_dev *d)
 		     sofar, d->cur_pkt_size, nr_frags);
 	snprintf(d->result + n, RESULT_SZ - (size_t)n,
 		 "  %" PRIu64 "pps %" PRIu64 "Mb/sec (%" PRIu64 "bps) errors: %" PRIu64, pps,
-		 bps / 1000000, bps, atomic_load(&d->errors));
+		 bps / 1000000, bps, uskb_count_read(&d->errors));
 	atomic_store(&d->running, false);
 	pthread_mutex_unlock(&d->t->pg->lock);
-}
-
-static void add_relaxed(_Atomic uint64_t *c, uint64_t v)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
-}
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
 }
 
 static bool stopping(const struct pg_dev *d)
@@ -1385,7 +1224,7 @@ static bool stopping(const struct pg_dev *d)
  */
 static void spin(struct pg_dev *d, uint64_t until)
 {
-	uint64_t start = now_ns(), t = start;
+	uint64_t start = uskb_mono_ns(), t = start;
 
 	if (until > start) {
 		while (until - t >= 100000 && !stopping(d)) {
@@ -1397,13 +1236,13 @@ static void spin(struct pg_dev *d, uint64_t until)
 			ts.tv_sec = (time_t)(wake / 1000000000u);
 			ts.tv_nsec = (long)(wake % 1000000000u);
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-			t = now_ns();
+			t = uskb_mono_ns();
 		}
-		while ((t = now_ns()) < until && !stopping(d))
+		while ((t = uskb_mono_ns()) < until && !stopping(d))
 			;
-		add_relaxed(&d->idle_acc, t - start);
+		uskb_count_add(&d->idle_acc, t - start);
 	}
-	d->next_tx = add_sat(until, d->delay);
+	d->next_tx = uskb_add_sat(until, d->delay);
 }
 
 static struct pg_dev *next_to_run(struct pg_thread *t);
@@ -1412,7 +1251,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	struct pg_netdev *nd = d->nd;
 	unsigned int burst = d->burst, ok = 0, errs = 0, busy = 0;
-	uint64_t sofar = atomic_load_explicit(&d->sofar, memory_order_relaxed);
+	uint64_t sofar = uskb_count_read(&d->sofar);
 	int n;
 
 	if (d->delay == UINT64_MAX) {
@@ -1437,7 +1276,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->clone_count = 0;
 	}
 	if (d->delay && d->last_ok) {
-		if (d->next_tx > now_ns())
+		if (d->next_tx > uskb_mono_ns())
 			dev_flush(d); /* nothing may wait in the device while we do */
 		spin(d, d->next_tx);
 		if (stopping(d))
@@ -1484,18 +1323,18 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->seq_num += ok;
 		if (d->n_imix)
 			d->imix[d->cur_imix].count_so_far += ok;
-		atomic_store_explicit(&d->sofar, sofar + ok, memory_order_relaxed);
-		add_relaxed(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
+		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
+		uskb_count_add(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
 	}
 	if (errs)
-		add_relaxed(&d->errors, errs);
+		uskb_count_add(&d->errors, errs);
 	if (d->count && sofar + ok >= d->count) {
 		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
-		uint64_t w = now_ns();
+		uint64_t w = uskb_mono_ns();
 
 		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 && !stopping(d))
 			sched_yield();
-		add_relaxed(&d->idle_acc, now_ns() - w);
+		uskb_count_add(&d->idle_acc, uskb_mono_ns() - w);
 		dev_stop(d);
 	}
 }
@@ -1673,7 +1512,7 @@ static int add_device(struct uskb_pktgen *pg, struct pg_thread *t, const char *i
 	d->vlan_id = d->svlan_id = 0xffff;
 	d->burst = 1;
 	d->node = -1;
-	d->rng = (pg->seeded ? pg->seed : now_ns()) + 0x9E3779B97F4A7C15ull * ++pg->ndevs_made;
+	d->rng = (pg->seeded ? pg->seed : uskb_mono_ns()) + 0x9E3779B97F4A7C15ull * ++pg->ndevs_made;
 	if (!d->rng)
 		d->rng = 1;
 	d->next = t->devs;
@@ -1924,11 +1763,11 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			memset(st, 0, sizeof(*st));
 			st->running = atomic_load(&d->running);
 			started = atomic_load(&d->started_at);
-			stop = st->running ? now_ns() : atomic_load(&d->stopped_at);
-			st->sofar = atomic_load(&d->sofar);
-			st->errors = atomic_load(&d->errors);
-			st->tx_bytes = atomic_load(&d->tx_bytes);
-			st->idle_ns = atomic_load(&d->idle_acc);
+			stop = st->running ? uskb_mono_ns() : atomic_load(&d->stopped_at);
+			st->sofar = uskb_count_read(&d->sofar);
+			st->errors = uskb_count_read(&d->errors);
+			st->tx_bytes = uskb_count_read(&d->tx_bytes);
+			st->idle_ns = uskb_count_read(&d->idle_acc);
 			st->elapsed_ns = started && stop > started ? stop - started : 0;
 			/* the worker owns these while it runs */
 			st->pkt_size = st->running ? 0 : d->cur_pkt_size;

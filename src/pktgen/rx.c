@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../internal.h"
-#include "uskb/pktgen.h"
+#include "pg.h"
 
 #define PGH_MAGIC 0xbe9be955u
 #define MAX_STREAMS 256
