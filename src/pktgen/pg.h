@@ -42,6 +42,19 @@ enum { PKT_FLAGS(PG_FLAG_BIT) };
 /* "IPV6", "IPSRC_RND", ...: the name of bit i */
 extern const char *const __uskb_pg_flag_names[NR_PKT_FLAGS] USKB_HIDDEN;
 
+/*
+ * The pktgen header behind the UDP header: big-endian on the wire, at any
+ * alignment (copy it in and out with memcpy). tv_sec and tv_usec are the
+ * wall-clock send time, both 0 with NO_TIMESTAMP.
+ */
+struct pg_hdr {
+	uint32_t magic; /* USKB_PKTGEN_MAGIC */
+	uint32_t seq;
+	uint32_t tv_sec;
+	uint32_t tv_usec;
+};
+_Static_assert(sizeof(struct pg_hdr) == 16, "the pktgen header is 16 bytes on the wire");
+
 enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
 
 struct flow_state {
