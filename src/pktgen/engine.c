@@ -15,15 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pg.h"
-
-#define PG_FLAG_NAME(name) #name,
-const char *const __uskb_pg_flag_names[NR_PKT_FLAGS] = { PKT_FLAGS(PG_FLAG_NAME) };
-#undef PG_FLAG_NAME
 
 /* ---- random ---- */
 
@@ -39,345 +34,9 @@ static uint32_t prandom(struct pg_dev *d)
 	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
-/* ---- the kernel's argument scanners ---- */
-
-/* count_trail_chars(): the separators skipped around a name */
-static size_t skip_sep(const char *s)
-{
-	size_t i = 0;
-
-	while (s[i] == '"' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t' || s[i] == ' ' ||
-	       s[i] == '=')
-		i++;
-	return i;
-}
-
-/* strn_len(): a word up to a separator (not '=') */
-static size_t word_len(const char *s, size_t max)
-{
-	size_t i = 0;
-
-	while (i < max && s[i] && s[i] != '"' && s[i] != '\n' && s[i] != '\r' && s[i] != '\t' &&
-	       s[i] != ' ')
-		i++;
-	return i;
-}
-
-static void copy_word(char *dst, size_t dlen, const char *s, size_t max)
-{
-	size_t n = word_len(s, max < dlen - 1 ? max : dlen - 1);
-
-	memcpy(dst, s, n);
-	dst[n] = 0;
-}
-
-/*
- * num_arg(): up to @maxlen decimal digits. Unlike 6.1 (which reads "count x"
- * as 0 = forever), no digit at all is an error, and so is a digit left over
- * past @maxlen (the kernel silently read "vlan_id 40000" as 4000).
- */
-static int num_arg(struct pg_dev *d, const char *name, const char *s, int maxlen,
-		   unsigned long long *v)
-{
-	int i;
-
-	*v = 0;
-	for (i = 0; i < maxlen && isdigit((unsigned char)s[i]); i++) {
-		unsigned long long dgt = (unsigned long long)(s[i] - '0');
-
-		if (*v > (UINT64_MAX - dgt) / 10) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s: the number is too big", name);
-			return -ERANGE;
-		}
-		*v = *v * 10 + dgt;
-	}
-	if (i == 0) {
-		snprintf(d->result, RESULT_SZ, "ERROR: %s needs a decimal number", name);
-		return -EINVAL;
-	}
-	if (isdigit((unsigned char)s[i])) {
-		snprintf(d->result, RESULT_SZ, "ERROR: %s: at most %d digits", name, maxlen);
-		return -ERANGE;
-	}
-	return 0;
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* hex32_arg(): up to @maxlen hex digits; returns the digit count */
-static int hex32_arg(const char *s, int maxlen, uint32_t *v)
-{
-	int i;
-
-	*v = 0;
-	for (i = 0; i < maxlen && hexval((unsigned char)s[i]) >= 0; i++)
-		*v = (*v << 4) | (uint32_t)hexval((unsigned char)s[i]);
-	return i;
-}
-
-static bool mac_parse(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char tail;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &tail) != 6 ||
-	    strlen(s) != 17)
-		return false;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return true;
-}
-
-static void mac_fmt(char *buf, const uint8_t m[6])
-{
-	sprintf(buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-}
-
-static const char *ip6_fmt(char *buf, const struct in6_addr *a)
-{
-	inet_ntop(AF_INET6, a, buf, INET6_ADDRSTRLEN);
-	return buf;
-}
-
-static const char *ip4_fmt(char *buf, uint32_t a)
-{
-	inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
-	return buf;
-}
-
-/* ---- device commands (pktgen_if_write) ---- */
-
 static bool zero_mac(const uint8_t *m)
 {
 	return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]);
-}
-
-static bool dev_shares(const struct pg_dev *d)
-{
-	return d->nd->dev->features & USKB_DEV_F_TX_SKB_SHARING;
-}
-
-static bool node_possible(unsigned long long node)
-{
-	char path[64];
-	struct stat st;
-
-	if (node > 15) /* the zero pages are kept for nodes 0-15 */
-		return false;
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%llu", node);
-	return stat(path, &st) == 0 || node == 0;
-}
-
-static void fill_imix_distribution(struct pg_dev *d)
-{
-	uint64_t total = 0, cum = 0, cumulative[MAX_IMIX];
-	unsigned int i, j = 0;
-
-	for (i = 0; i < d->n_imix; i++)
-		total += d->imix[i].weight;
-	for (i = 0; i + 1 < d->n_imix; i++) {
-		cum += total ? d->imix[i].weight * IMIX_PRECISION / total : 0;
-		cumulative[i] = cum;
-	}
-	cumulative[d->n_imix - 1] = IMIX_PRECISION;
-	for (i = 0; i < IMIX_PRECISION; i++) {
-		while (j + 1 < d->n_imix && i >= cumulative[j])
-			j++;
-		d->imix_dist[i] = (uint8_t)j;
-	}
-}
-
-/* imix_weights S,W S,W ... (at most 20; sizes below 42 become 42) */
-static int get_imix(struct pg_dev *d, const char *s)
-{
-	struct imix_pkt e[MAX_IMIX];
-	unsigned int n = 0;
-
-	s += skip_sep(s);
-	while (*s && *s != '\n') {
-		char *end;
-		unsigned long long size, weight;
-
-		if (n == MAX_IMIX) {
-			snprintf(d->result, RESULT_SZ, "ERROR: imix_weights: at most %d entries",
-				 MAX_IMIX);
-			return -E2BIG;
-		}
-		if (!isdigit((unsigned char)*s))
-			goto bad;
-		size = strtoull(s, &end, 10);
-		if (*end != ',' || !isdigit((unsigned char)end[1]))
-			goto bad;
-		weight = strtoull(end + 1, &end, 10);
-		if (size > 65535 || weight > 1000000)
-			goto bad;
-		e[n].size = size < 14 + 20 + 8 ? 14 + 20 + 8 : size;
-		e[n].weight = weight;
-		e[n].count_so_far = 0;
-		n++;
-		s = end;
-		while (*s == ' ' || *s == '\t' || *s == '"')
-			s++;
-	}
-	if (!n)
-		goto bad;
-	memcpy(d->imix, e, sizeof(e[0]) * n);
-	d->n_imix = n;
-	fill_imix_distribution(d);
-	return 0;
-bad:
-	snprintf(d->result, RESULT_SZ,
-		 "ERROR: imix_weights wants SIZE,WEIGHT pairs, as in \"imix_weights 64,7 576,4 1500,1\"");
-	return -EINVAL;
-}
-
-static int get_labels(struct pg_dev *d, const char *s)
-{
-	uint32_t labels[16];
-	unsigned int n = 0;
-	size_t i = 0;
-
-	for (;;) {
-		uint32_t v;
-		int len = hex32_arg(s + i, 8, &v);
-
-		if (len <= 0) {
-			snprintf(d->result, RESULT_SZ,
-				 "ERROR: mpls wants hex labels, as in \"mpls 0001000a,0002000b\"");
-			return -EINVAL;
-		}
-		if (n == 16) {
-			snprintf(d->result, RESULT_SZ, "ERROR: mpls: at most 16 labels");
-			return -E2BIG;
-		}
-		labels[n++] = v;
-		i += (size_t)len;
-		if (s[i] != ',')
-			break;
-		i++;
-	}
-	if (n == 1 && labels[0] == 0) {
-		d->nr_labels = 0; /* "mpls 0" turns MPLS off */
-		return 0;
-	}
-	for (unsigned int k = 0; k < n; k++) {
-		d->labels[k] = labels[k];
-		if (labels[k] & 0x100) /* a bottom-of-stack bit asks for random labels */
-			d->flags |= F_MPLS_RND;
-	}
-	d->nr_labels = n;
-	return 0;
-}
-
-/* "Flag -:X:- unknown" and the list of valid names */
-static void flag_unknown(struct pg_dev *d, const char *f)
-{
-	snprintf(d->result, RESULT_SZ,
-		 "Flag -:%s:- unknown\nAvailable flags, (prepend ! to un-set flag):\n"
-		 "IPSRC_RND, IPDST_RND, UDPSRC_RND, UDPDST_RND, MACSRC_RND, MACDST_RND, "
-		 "TXSIZE_RND, IPV6, MPLS_RND, VID_RND, SVID_RND, FLOW_SEQ, FLOW_RND, "
-		 "QUEUE_MAP_RND, QUEUE_MAP_CPU, UDPCSUM, NO_TIMESTAMP, NODE, SHARED\n",
-		 f);
-}
-
-static uint32_t read_flag(const char *f, bool *disable)
-{
-	if (f[0] == '!') {
-		*disable = true;
-		f++;
-	}
-	for (int i = 0; i < NR_PKT_FLAGS; i++) {
-		if ((1u << i) == F_IPSEC)
-			continue;
-		if (!*disable && (1u << i) == F_IPV6) /* IPV6 can only be cleared */
-			continue;
-		if (!strcmp(f, __uskb_pg_flag_names[i]))
-			return 1u << i;
-	}
-	if (!strcmp(f, "FLOW_RND")) {
-		*disable = !*disable;
-		return F_FLOW_SEQ;
-	}
-	return 0;
-}
-
-static int set_ip4(struct pg_dev *d, const char *name, char *str, uint32_t *addr, uint32_t *cur,
-		   const char *v)
-{
-	char buf[32];
-	struct in_addr a;
-
-	copy_word(buf, sizeof(buf), v, 31);
-	if (buf[0] && inet_pton(AF_INET, buf, &a) != 1) {
-		snprintf(d->result, RESULT_SZ, "ERROR: %s: not an IPv4 address: \"%s\"", name, buf);
-		return -EINVAL;
-	}
-	if (strcmp(buf, str)) {
-		strcpy(str, buf);
-		*addr = buf[0] ? a.s_addr : 0;
-		*cur = *addr;
-	}
-	snprintf(d->result, RESULT_SZ, "OK: %s=%s", !strcmp(name, "dst") ? "dst_min" : name, str);
-	return 0;
-}
-
-static int set_ip6(struct pg_dev *d, const char *name, struct in6_addr *addr, struct in6_addr *cur,
-		   const char *v)
-{
-	char buf[128], out[INET6_ADDRSTRLEN];
-
-	copy_word(buf, sizeof(buf), v, sizeof(buf) - 1);
-	if (inet_pton(AF_INET6, buf, addr) != 1) {
-		snprintf(d->result, RESULT_SZ, "ERROR: %s: not an IPv6 address: \"%s\"", name, buf);
-		return -EINVAL;
-	}
-	d->flags |= F_IPV6;
-	if (cur)
-		*cur = *addr;
-	snprintf(d->result, RESULT_SZ, "OK: %s=%s", name, ip6_fmt(out, addr));
-	return 0;
-}
-
-/* The simple numeric commands: name, digits, where, width of the field, reply format. */
-struct num_cmd {
-	const char *name;
-	int digits;
-	size_t off;
-	int width; /* bytes: 2, 4, 8 */
-	unsigned long long max;
-};
-
-#define NUM(n, dig, field, mx) { n, dig, offsetof(struct pg_dev, field), \
-				 (int)sizeof(((struct pg_dev *)0)->field), mx }
-static const struct num_cmd num_cmds[] = {
-	NUM("count", 20, count, UINT64_MAX),
-	NUM("frags", 10, nfrags, INT32_MAX),
-	NUM("src_mac_count", 10, src_mac_count, UINT32_MAX),
-	NUM("dst_mac_count", 10, dst_mac_count, UINT32_MAX),
-	NUM("flowlen", 10, lflow, UINT32_MAX),
-	NUM("queue_map_min", 5, queue_map_min, 65535),
-	NUM("queue_map_max", 5, queue_map_max, 65535),
-	NUM("skb_priority", 9, skb_priority, UINT32_MAX),
-	NUM("spi", 10, spi, UINT32_MAX),
-};
-
-static void store_num(struct pg_dev *d, const struct num_cmd *c, unsigned long long v)
-{
-	void *p = (char *)d + c->off;
-
-	if (c->width == 8)
-		*(uint64_t *)p = v;
-	else if (c->width == 4)
-		*(uint32_t *)p = (uint32_t)v;
-	else
-		*(uint16_t *)p = (uint16_t)v;
 }
 
 /* pktgen_clear_counters() */
@@ -390,322 +49,15 @@ static void clear_counters(struct pg_dev *d)
 	d->errors = 0;
 }
 
-static int dev_write(struct pg_dev *d, const char *buf)
+static int dev_write(struct pg_dev *d, const char *cmd)
 {
-	char name[16];
-	const char *v;
-	unsigned long long value;
-	size_t i = skip_sep(buf), len;
-	int err;
+	int err = __uskb_pg_parse(&d->p, cmd, d->result, sizeof(d->result));
 
-	len = word_len(buf + i, sizeof(name) - 1);
-	memcpy(name, buf + i, len);
-	name[len] = 0;
-	i += len;
-	i += skip_sep(buf + i);
-	v = buf + i;
-
-#define NUMARG(dig)                                              \
-	do {                                                     \
-		if ((err = num_arg(d, name, v, dig, &value)) < 0) \
-			return err;                              \
-	} while (0)
-
-	for (size_t k = 0; k < sizeof(num_cmds) / sizeof(num_cmds[0]); k++) {
-		const struct num_cmd *c = &num_cmds[k];
-
-		if (strcmp(name, c->name))
-			continue;
-		NUMARG(c->digits);
-		if (value > c->max) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is out of range", name, value);
-			return -ERANGE;
-		}
-		if (!strcmp(name, "src_mac_count") && d->src_mac_count != value)
-			d->cur_src_mac_offset = 0;
-		if (!strcmp(name, "dst_mac_count") && d->dst_mac_count != value)
-			d->cur_dst_mac_offset = 0;
-		store_num(d, c, value);
-		if (!strcmp(name, "skb_priority"))
-			snprintf(d->result, RESULT_SZ, "OK: %s=%i", name, (int)d->skb_priority);
-		else if (!strcmp(name, "frags"))
-			snprintf(d->result, RESULT_SZ, "OK: %s=%d", name, d->nfrags);
-		else
-			snprintf(d->result, RESULT_SZ, "OK: %s=%llu", name, value);
-		return 0;
-	}
-
-	if (!strcmp(name, "min_pkt_size") || !strcmp(name, "max_pkt_size") ||
-	    !strcmp(name, "pkt_size")) {
-		NUMARG(10);
-		if (value < 14 + 20 + 8)
-			value = 14 + 20 + 8;
-		if (value > 65535) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is out of range", name, value);
-			return -ERANGE;
-		}
-		if (name[1] == 'i') { /* min */
-			if (value != d->min_pkt_size)
-				d->min_pkt_size = d->cur_pkt_size = (unsigned int)value;
-			snprintf(d->result, RESULT_SZ, "OK: min_pkt_size=%u", d->min_pkt_size);
-		} else if (name[1] == 'a') { /* max */
-			if (value != d->max_pkt_size)
-				d->max_pkt_size = d->cur_pkt_size = (unsigned int)value;
-			snprintf(d->result, RESULT_SZ, "OK: max_pkt_size=%u", d->max_pkt_size);
-		} else {
-			if (value != d->min_pkt_size)
-				d->min_pkt_size = d->max_pkt_size = d->cur_pkt_size = (unsigned int)value;
-			snprintf(d->result, RESULT_SZ, "OK: pkt_size=%u", d->min_pkt_size);
-		}
-		return 0;
-	}
-	if (!strcmp(name, "imix_weights")) {
-		if (d->clone_skb > 0) {
-			snprintf(d->result, RESULT_SZ, "ERROR: imix_weights cannot be used with clone_skb");
-			return -EINVAL;
-		}
-		return get_imix(d, v); /* the kernel leaves the result as it was */
-	}
-	if (!strcmp(name, "debug")) {
-		NUMARG(10);
-		snprintf(d->result, RESULT_SZ, "OK: debug=%u", (unsigned int)value);
-		return 0;
-	}
-	if (!strcmp(name, "delay")) {
-		NUMARG(20);
-		d->delay = value == 0x7FFFFFFF ? UINT64_MAX : value;
-		snprintf(d->result, RESULT_SZ, "OK: delay=%" PRIu64, d->delay);
-		return 0;
-	}
-	if (!strcmp(name, "rate") || !strcmp(name, "ratep")) {
-		NUMARG(10); /* "300M" reads as 300, as in the kernel */
-		if (!value) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s must be above 0", name);
-			return -EINVAL;
-		}
-		if (name[4] == 'p')
-			d->delay = 1000000000ull / value;
-		else
-			d->delay = (uint64_t)d->min_pkt_size * 8 * 1000 / value;
-		snprintf(d->result, RESULT_SZ, "OK: rate=%llu", value);
-		return 0;
-	}
-	if (!strcmp(name, "udp_src_min") || !strcmp(name, "udp_src_max") ||
-	    !strcmp(name, "udp_dst_min") || !strcmp(name, "udp_dst_max")) {
-		uint16_t *f = name[4] == 's' ? (name[9] == 'i' ? &d->udp_src_min : &d->udp_src_max) :
-					       (name[9] == 'i' ? &d->udp_dst_min : &d->udp_dst_max);
-		NUMARG(10);
-		if (value > 65535) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s: %llu is not a port", name, value);
-			return -ERANGE;
-		}
-		if (value != *f) {
-			*f = (uint16_t)value;
-			if (name[4] == 's')
-				d->cur_udp_src = *f;
-			else
-				d->cur_udp_dst = *f;
-		}
-		snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, *f);
-		return 0;
-	}
-	if (!strcmp(name, "clone_skb")) {
-		NUMARG(10);
-		if (value > 0 && (d->xmit_mode == M_NETIF_RECEIVE || !dev_shares(d))) {
-			snprintf(d->result, RESULT_SZ,
-				 "ERROR: clone_skb needs a device that takes shared skbs (xmit_mode start_xmit)");
-			return -ENOTSUP;
-		}
-		if (value > 0 && d->n_imix) {
-			snprintf(d->result, RESULT_SZ, "ERROR: clone_skb cannot be used with imix_weights");
-			return -EINVAL;
-		}
-		if (value > INT32_MAX) {
-			snprintf(d->result, RESULT_SZ, "ERROR: clone_skb: %llu is out of range", value);
-			return -ERANGE;
-		}
-		d->clone_skb = (int)value;
-		snprintf(d->result, RESULT_SZ, "OK: clone_skb=%d", d->clone_skb);
-		return 0;
-	}
-	if (!strcmp(name, "burst")) {
-		NUMARG(10);
-		if (value > 1 && (d->xmit_mode == M_QUEUE_XMIT ||
-				  (d->xmit_mode == M_START_XMIT && !dev_shares(d)))) {
-			snprintf(d->result, RESULT_SZ,
-				 "ERROR: burst needs a device that takes shared skbs (not queue_xmit)");
-			return -ENOTSUP;
-		}
-		if (value > 1u << 20) {
-			snprintf(d->result, RESULT_SZ, "ERROR: burst: %llu is out of range", value);
-			return -ERANGE;
-		}
-		d->burst = value < 1 ? 1 : (unsigned int)value;
-		snprintf(d->result, RESULT_SZ, "OK: burst=%u", d->burst);
-		return 0;
-	}
-	if (!strcmp(name, "node")) {
-		NUMARG(10);
-		if (node_possible(value)) {
-			d->node = (int)value;
-			snprintf(d->result, RESULT_SZ, "OK: node=%d", d->node);
-		} else {
-			snprintf(d->result, RESULT_SZ, "ERROR: node not possible");
-		}
-		return 0;
-	}
-	if (!strcmp(name, "xmit_mode")) {
-		char f[32];
-
-		copy_word(f, sizeof(f), v, 31);
-		if (!strcmp(f, "start_xmit")) {
-			d->xmit_mode = M_START_XMIT;
-		} else if (!strcmp(f, "netif_receive")) {
-			if (d->clone_skb > 0) {
-				snprintf(d->result, RESULT_SZ,
-					 "ERROR: netif_receive cannot be used with clone_skb");
-				return -ENOTSUP;
-			}
-			d->xmit_mode = M_NETIF_RECEIVE;
-			d->last_ok = true;
-			d->clone_skb = 0;
-		} else if (!strcmp(f, "queue_xmit")) {
-			d->xmit_mode = M_QUEUE_XMIT;
-			d->last_ok = true;
-		} else {
-			snprintf(d->result, RESULT_SZ,
-				 "xmit_mode -:%s:- unknown\nAvailable modes: start_xmit, netif_receive, queue_xmit\n",
-				 f);
-			return -EINVAL;
-		}
-		snprintf(d->result, RESULT_SZ, "OK: xmit_mode=%s", f);
-		return 0;
-	}
-	if (!strcmp(name, "flag")) {
-		char f[32];
-		bool disable = false;
-		uint32_t flag;
-
-		copy_word(f, sizeof(f), v, 31);
-		flag = read_flag(f, &disable);
-		if (!flag) {
-			flag_unknown(d, f);
-			return -EINVAL;
-		}
-		if (disable)
-			d->flags &= ~flag;
-		else
-			d->flags |= flag;
-		snprintf(d->result, RESULT_SZ, "OK: flags=0x%x", d->flags);
-		return 0;
-	}
-	if (!strcmp(name, "dst_min") || !strcmp(name, "dst"))
-		return set_ip4(d, name, d->dst_min, &d->daddr_min, &d->cur_daddr, v);
-	if (!strcmp(name, "dst_max"))
-		return set_ip4(d, name, d->dst_max, &d->daddr_max, &d->cur_daddr, v);
-	if (!strcmp(name, "src_min"))
-		return set_ip4(d, name, d->src_min, &d->saddr_min, &d->cur_saddr, v);
-	if (!strcmp(name, "src_max"))
-		return set_ip4(d, name, d->src_max, &d->saddr_max, &d->cur_saddr, v);
-	if (!strcmp(name, "dst6"))
-		return set_ip6(d, name, &d->in6_daddr, &d->cur_in6_daddr, v);
-	if (!strcmp(name, "dst6_min"))
-		return set_ip6(d, name, &d->min_in6_daddr, &d->cur_in6_daddr, v);
-	if (!strcmp(name, "dst6_max"))
-		return set_ip6(d, name, &d->max_in6_daddr, NULL, v);
-	if (!strcmp(name, "src6"))
-		return set_ip6(d, name, &d->in6_saddr, &d->cur_in6_saddr, v);
-	if (!strcmp(name, "dst_mac") || !strcmp(name, "src_mac")) {
-		char vs[32], out[18];
-		uint8_t *m = name[0] == 'd' ? d->dst_mac : d->src_mac;
-
-		copy_word(vs, sizeof(vs), v, 31);
-		if (!mac_parse(vs, m)) {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s: not a MAC address: \"%s\"", name, vs);
-			return -EINVAL;
-		}
-		memcpy(d->hh + (name[0] == 'd' ? 0 : 6), m, 6);
-		mac_fmt(out, m);
-		snprintf(d->result, RESULT_SZ, "OK: %s %s", name[0] == 'd' ? "dstmac" : "srcmac", out);
-		return 0;
-	}
-	if (!strcmp(name, "clear_counters")) {
+	if (err == PG_CLEAR_COUNTERS) {
 		clear_counters(d);
-		snprintf(d->result, RESULT_SZ, "OK: Clearing counters.\n");
-		return 0;
+		err = 0;
 	}
-	if (!strcmp(name, "flows")) {
-		NUMARG(10);
-		if (value > MAX_CFLOWS)
-			value = MAX_CFLOWS;
-		d->cflows = (unsigned int)value;
-		snprintf(d->result, RESULT_SZ, "OK: flows=%u", d->cflows);
-		return 0;
-	}
-	if (!strcmp(name, "mpls")) {
-		int n = 0;
-
-		if ((err = get_labels(d, v)) < 0)
-			return err;
-		n = snprintf(d->result, RESULT_SZ, "OK: mpls=");
-		for (unsigned int k = 0; k < d->nr_labels; k++)
-			n += snprintf(d->result + n, RESULT_SZ - (size_t)n, "%08x%s", d->labels[k],
-				      k == d->nr_labels - 1 ? "" : ",");
-		if (d->nr_labels && d->vlan_id != 0xffff)
-			d->vlan_id = d->svlan_id = 0xffff; /* MPLS turns VLAN/SVLAN off */
-		return 0;
-	}
-	if (!strcmp(name, "vlan_id") || !strcmp(name, "svlan_id")) {
-		bool outer = name[0] == 's';
-
-		NUMARG(4);
-		if (value <= 4095 && (!outer || d->vlan_id != 0xffff)) {
-			if (outer)
-				d->svlan_id = (uint16_t)value;
-			else
-				d->vlan_id = (uint16_t)value;
-			d->nr_labels = 0; /* VLAN turns MPLS off */
-			snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, (unsigned int)value);
-		} else {
-			d->vlan_id = d->svlan_id = 0xffff; /* both off */
-		}
-		return 0;
-	}
-	if (!strcmp(name, "vlan_p") || !strcmp(name, "vlan_cfi") || !strcmp(name, "svlan_p") ||
-	    !strcmp(name, "svlan_cfi")) {
-		bool outer = name[0] == 's', cfi = strstr(name, "cfi") != NULL;
-		unsigned int lim = cfi ? 1 : 7;
-		uint16_t id = outer ? d->svlan_id : d->vlan_id;
-
-		NUMARG(1);
-		if (value <= lim && id != 0xffff) {
-			uint16_t *f = outer ? (cfi ? &d->svlan_cfi : &d->svlan_p) :
-					      (cfi ? &d->vlan_cfi : &d->vlan_p);
-
-			*f = (uint16_t)value;
-			snprintf(d->result, RESULT_SZ, "OK: %s=%u", name, *f);
-		} else {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s must be 0-%u", name, lim);
-		}
-		return 0;
-	}
-	if (!strcmp(name, "tos") || !strcmp(name, "traffic_class")) {
-		uint32_t t;
-
-		if (hex32_arg(v, 2, &t) == 2 && hexval((unsigned char)v[2]) < 0) {
-			if (name[0] == 't' && name[1] == 'o')
-				d->tos = (uint8_t)t;
-			else
-				d->traffic_class = (uint8_t)t;
-			snprintf(d->result, RESULT_SZ, "OK: %s=0x%02x", name, t);
-		} else {
-			snprintf(d->result, RESULT_SZ, "ERROR: %s must be 00-ff", name);
-		}
-		return 0;
-	}
-#undef NUMARG
-	snprintf(d->result, RESULT_SZ, "No such parameter \"%s\"", name);
-	return -EINVAL;
+	return err;
 }
 
 /* ---- the device file (pktgen_if_show) ---- */
@@ -733,65 +85,65 @@ static void dev_show(struct pg_dev *d, struct sbuf *s)
 	bool running = atomic_load(&d->running);
 	uint64_t stopped = running ? uskb_mono_ns() : atomic_load(&d->stopped_at);
 
-	sb(s, "Params: count %" PRIu64 "  min_pkt_size: %u  max_pkt_size: %u\n", d->count,
-	   d->min_pkt_size, d->max_pkt_size);
-	if (d->n_imix) {
+	sb(s, "Params: count %" PRIu64 "  min_pkt_size: %u  max_pkt_size: %u\n", d->p.count,
+	   d->p.min_pkt_size, d->p.max_pkt_size);
+	if (d->p.n_imix) {
 		sb(s, "     imix_weights: ");
-		for (unsigned int i = 0; i < d->n_imix; i++)
-			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->imix[i].size, d->imix[i].weight);
+		for (unsigned int i = 0; i < d->p.n_imix; i++)
+			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->p.imix[i].size, d->p.imix[i].weight);
 		sb(s, "\n");
 	}
-	sb(s, "     frags: %d  delay: %" PRIu64 "  clone_skb: %d  ifname: %s\n", d->nfrags, d->delay,
-	   d->clone_skb, d->odevname);
-	sb(s, "     flows: %u flowlen: %u\n", d->cflows, d->lflow);
-	sb(s, "     queue_map_min: %u  queue_map_max: %u\n", d->queue_map_min, d->queue_map_max);
-	if (d->skb_priority)
-		sb(s, "     skb_priority: %u\n", d->skb_priority);
-	if (d->flags & F_IPV6) {
-		sb(s, "     saddr: %s  min_saddr: %s  max_saddr: %s\n", ip6_fmt(a, &d->in6_saddr),
-		   ip6_fmt(b, &d->min_in6_saddr), ip6_fmt(c, &d->max_in6_saddr));
-		sb(s, "     daddr: %s  min_daddr: %s  max_daddr: %s\n", ip6_fmt(a, &d->in6_daddr),
-		   ip6_fmt(b, &d->min_in6_daddr), ip6_fmt(c, &d->max_in6_daddr));
+	sb(s, "     frags: %d  delay: %" PRIu64 "  clone_skb: %d  ifname: %s\n", d->p.nfrags, d->p.delay,
+	   d->p.clone_skb, d->odevname);
+	sb(s, "     flows: %u flowlen: %u\n", d->p.cflows, d->p.lflow);
+	sb(s, "     queue_map_min: %u  queue_map_max: %u\n", d->p.queue_map_min, d->p.queue_map_max);
+	if (d->p.skb_priority)
+		sb(s, "     skb_priority: %u\n", d->p.skb_priority);
+	if (d->p.flags & F_IPV6) {
+		sb(s, "     saddr: %s  min_saddr: %s  max_saddr: %s\n", pg_ip6_fmt(a, &d->p.in6_saddr),
+		   pg_ip6_fmt(b, &d->p.min_in6_saddr), pg_ip6_fmt(c, &d->p.max_in6_saddr));
+		sb(s, "     daddr: %s  min_daddr: %s  max_daddr: %s\n", pg_ip6_fmt(a, &d->p.in6_daddr),
+		   pg_ip6_fmt(b, &d->p.min_in6_daddr), pg_ip6_fmt(c, &d->p.max_in6_daddr));
 	} else {
-		sb(s, "     dst_min: %s  dst_max: %s\n", d->dst_min, d->dst_max);
-		sb(s, "     src_min: %s  src_max: %s\n", d->src_min, d->src_max);
+		sb(s, "     dst_min: %s  dst_max: %s\n", d->p.dst_min.str, d->p.dst_max.str);
+		sb(s, "     src_min: %s  src_max: %s\n", d->p.src_min.str, d->p.src_max.str);
 	}
-	mac_fmt(m, zero_mac(d->src_mac) ? d->nd->dev->mac : d->src_mac);
+	pg_mac_fmt(m, zero_mac(d->p.src_mac) ? d->nd->dev->mac : d->p.src_mac);
 	sb(s, "     src_mac: %s ", m);
-	mac_fmt(m, d->dst_mac);
+	pg_mac_fmt(m, d->p.dst_mac);
 	sb(s, "dst_mac: %s\n", m);
 	sb(s, "     udp_src_min: %d  udp_src_max: %d  udp_dst_min: %d  udp_dst_max: %d\n",
-	   d->udp_src_min, d->udp_src_max, d->udp_dst_min, d->udp_dst_max);
-	sb(s, "     src_mac_count: %d  dst_mac_count: %d\n", (int)d->src_mac_count,
-	   (int)d->dst_mac_count);
-	if (d->nr_labels) {
+	   d->p.udp_src_min, d->p.udp_src_max, d->p.udp_dst_min, d->p.udp_dst_max);
+	sb(s, "     src_mac_count: %d  dst_mac_count: %d\n", (int)d->p.src_mac_count,
+	   (int)d->p.dst_mac_count);
+	if (d->p.nr_labels) {
 		sb(s, "     mpls: ");
-		for (unsigned int i = 0; i < d->nr_labels; i++)
-			sb(s, "%08x%s", d->labels[i], i == d->nr_labels - 1 ? "\n" : ", ");
+		for (unsigned int i = 0; i < d->p.nr_labels; i++)
+			sb(s, "%08x%s", d->p.labels[i], i == d->p.nr_labels - 1 ? "\n" : ", ");
 	}
-	if (d->vlan_id != 0xffff)
-		sb(s, "     vlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->vlan_id, d->vlan_p,
-		   d->vlan_cfi);
-	if (d->svlan_id != 0xffff) /* "vlan_p" (sic), as the kernel prints it */
-		sb(s, "     svlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->svlan_id, d->svlan_p,
-		   d->svlan_cfi);
-	if (d->tos)
-		sb(s, "     tos: 0x%02x\n", d->tos);
-	if (d->traffic_class)
-		sb(s, "     traffic_class: 0x%02x\n", d->traffic_class);
-	if (d->burst > 1)
-		sb(s, "     burst: %u\n", d->burst);
-	if (d->node >= 0)
-		sb(s, "     node: %d\n", d->node);
-	if (d->xmit_mode == M_NETIF_RECEIVE)
+	if (d->p.vlan_id != USKB_PKTGEN_NO_VLAN)
+		sb(s, "     vlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->p.vlan_id, d->p.vlan_p,
+		   d->p.vlan_cfi);
+	if (d->p.svlan_id != USKB_PKTGEN_NO_VLAN) /* "vlan_p" (sic), as the kernel prints it */
+		sb(s, "     svlan_id: %u  vlan_p: %u  vlan_cfi: %u\n", d->p.svlan_id, d->p.svlan_p,
+		   d->p.svlan_cfi);
+	if (d->p.tos)
+		sb(s, "     tos: 0x%02x\n", d->p.tos);
+	if (d->p.traffic_class)
+		sb(s, "     traffic_class: 0x%02x\n", d->p.traffic_class);
+	if (d->p.burst > 1)
+		sb(s, "     burst: %u\n", d->p.burst);
+	if (d->p.node >= 0)
+		sb(s, "     node: %d\n", d->p.node);
+	if (d->p.xmit_mode == M_NETIF_RECEIVE)
 		sb(s, "     xmit_mode: netif_receive\n");
-	else if (d->xmit_mode == M_QUEUE_XMIT)
+	else if (d->p.xmit_mode == M_QUEUE_XMIT)
 		sb(s, "     xmit_mode: xmit_queue\n");
 	sb(s, "     Flags: ");
 	for (int i = 0; i < NR_PKT_FLAGS; i++) {
-		if ((1u << i) == F_FLOW_SEQ && !d->cflows)
+		if ((1u << i) == F_FLOW_SEQ && !d->p.cflows)
 			continue;
-		if (d->flags & (1u << i))
+		if (d->p.flags & (1u << i))
 			sb(s, "%s  ", __uskb_pg_flag_names[i]);
 		else if ((1u << i) == F_FLOW_SEQ)
 			sb(s, "FLOW_RND  ");
@@ -799,23 +151,23 @@ static void dev_show(struct pg_dev *d, struct sbuf *s)
 	sb(s, "\n");
 	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n", uskb_count_read(&d->sofar),
 	   uskb_count_read(&d->errors));
-	if (d->n_imix) {
+	if (d->p.n_imix) {
 		sb(s, "     imix_size_counts: ");
-		for (unsigned int i = 0; i < d->n_imix; i++)
-			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->imix[i].size, d->imix[i].count_so_far);
+		for (unsigned int i = 0; i < d->p.n_imix; i++)
+			sb(s, "%" PRIu64 ",%" PRIu64 " ", d->p.imix[i].size, d->p.imix[i].count_so_far);
 		sb(s, "\n");
 	}
 	sb(s, "     started: %" PRIu64 "us  stopped: %" PRIu64 "us idle: %" PRIu64 "us\n",
 	   atomic_load(&d->started_at) / 1000, stopped / 1000, uskb_count_read(&d->idle_acc) / 1000);
 	sb(s, "     seq_num: %d  cur_dst_mac_offset: %d  cur_src_mac_offset: %d\n", (int)d->seq_num,
-	   (int)d->cur_dst_mac_offset, (int)d->cur_src_mac_offset);
-	if (d->flags & F_IPV6)
-		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", ip6_fmt(a, &d->cur_in6_saddr),
-		   ip6_fmt(b, &d->cur_in6_daddr));
+	   (int)d->p.cur_dst_mac_offset, (int)d->p.cur_src_mac_offset);
+	if (d->p.flags & F_IPV6)
+		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", pg_ip6_fmt(a, &d->p.cur_in6_saddr),
+		   pg_ip6_fmt(b, &d->p.cur_in6_daddr));
 	else
-		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", ip4_fmt(a, d->cur_saddr),
-		   ip4_fmt(b, d->cur_daddr));
-	sb(s, "     cur_udp_dst: %d  cur_udp_src: %d\n", d->cur_udp_dst, d->cur_udp_src);
+		sb(s, "     cur_saddr: %s  cur_daddr: %s\n", pg_ip4_fmt(a, d->p.cur_saddr),
+		   pg_ip4_fmt(b, d->p.cur_daddr));
+	sb(s, "     cur_udp_dst: %d  cur_udp_src: %d\n", d->p.cur_udp_dst, d->p.cur_udp_src);
 	sb(s, "     cur_queue_map: %u\n", d->cur_queue_map);
 	sb(s, "     flows: %u\n", d->nflows);
 	if (d->result[0])
@@ -855,7 +207,7 @@ static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_
 
 	if (count <= 1)
 		return;
-	if (d->flags & rnd_flag) {
+	if (d->p.flags & rnd_flag) {
 		mc = prandom(d) % count;
 	} else {
 		mc = (*offset)++;
@@ -870,7 +222,7 @@ static void port_step(struct pg_dev *d, uint16_t min, uint16_t max, uint16_t *cu
 {
 	if (min >= max)
 		return;
-	if (d->flags & rnd_flag)
+	if (d->p.flags & rnd_flag)
 		*cur = (uint16_t)(prandom(d) % (unsigned int)(max - min) + min);
 	else if (++*cur >= max)
 		*cur = min;
@@ -880,18 +232,18 @@ static unsigned int f_pick(struct pg_dev *d)
 {
 	unsigned int flow = d->curfl;
 
-	if (d->flags & F_FLOW_SEQ) {
-		if (d->flows[flow].count >= d->lflow) {
+	if (d->p.flags & F_FLOW_SEQ) {
+		if (d->flows[flow].count >= d->p.lflow) {
 			d->flows[flow].count = 0;
 			d->flows[flow].init = false;
 			d->curfl++;
-			if (d->curfl >= d->cflows)
+			if (d->curfl >= d->p.cflows)
 				d->curfl = 0;
 		}
 	} else {
-		flow = prandom(d) % d->cflows;
+		flow = prandom(d) % d->p.cflows;
 		d->curfl = flow;
-		if (d->flows[flow].count > d->lflow) {
+		if (d->flows[flow].count > d->p.lflow) {
 			d->flows[flow].count = 0;
 			d->flows[flow].init = false;
 		}
@@ -904,101 +256,101 @@ static void mod_cur_headers(struct pg_dev *d)
 	unsigned int flow = 0;
 	uint32_t imn, imx;
 
-	if (d->cflows)
+	if (d->p.cflows)
 		flow = f_pick(d);
-	mac_step(d, d->src_mac_count, &d->cur_src_mac_offset, F_MACSRC_RND, d->hh + 6, d->src_mac);
-	mac_step(d, d->dst_mac_count, &d->cur_dst_mac_offset, F_MACDST_RND, d->hh, d->dst_mac);
-	if (d->flags & F_MPLS_RND)
-		for (unsigned int i = 0; i < d->nr_labels; i++)
-			if (d->labels[i] & 0x100)
-				d->labels[i] = 0x100 | (prandom(d) & 0x000fffff);
-	if ((d->flags & F_VID_RND) && d->vlan_id != 0xffff)
-		d->vlan_id = prandom(d) & 4095;
-	if ((d->flags & F_SVID_RND) && d->svlan_id != 0xffff)
-		d->svlan_id = prandom(d) & 4095;
-	port_step(d, d->udp_src_min, d->udp_src_max, &d->cur_udp_src, F_UDPSRC_RND);
-	port_step(d, d->udp_dst_min, d->udp_dst_max, &d->cur_udp_dst, F_UDPDST_RND);
-	if (!(d->flags & F_IPV6)) {
-		imn = ntohl(d->saddr_min);
-		imx = ntohl(d->saddr_max);
+	mac_step(d, d->p.src_mac_count, &d->p.cur_src_mac_offset, F_MACSRC_RND, d->hh + 6, d->p.src_mac);
+	mac_step(d, d->p.dst_mac_count, &d->p.cur_dst_mac_offset, F_MACDST_RND, d->hh, d->p.dst_mac);
+	if (d->p.flags & F_MPLS_RND)
+		for (unsigned int i = 0; i < d->p.nr_labels; i++)
+			if (d->p.labels[i] & 0x100)
+				d->p.labels[i] = 0x100 | (prandom(d) & 0x000fffff);
+	if ((d->p.flags & F_VID_RND) && d->p.vlan_id != USKB_PKTGEN_NO_VLAN)
+		d->p.vlan_id = prandom(d) & 4095;
+	if ((d->p.flags & F_SVID_RND) && d->p.svlan_id != USKB_PKTGEN_NO_VLAN)
+		d->p.svlan_id = prandom(d) & 4095;
+	port_step(d, d->p.udp_src_min, d->p.udp_src_max, &d->p.cur_udp_src, F_UDPSRC_RND);
+	port_step(d, d->p.udp_dst_min, d->p.udp_dst_max, &d->p.cur_udp_dst, F_UDPDST_RND);
+	if (!(d->p.flags & F_IPV6)) {
+		imn = ntohl(d->p.src_min.addr);
+		imx = ntohl(d->p.src_max.addr);
 		if (imn < imx) {
 			uint32_t t;
 
-			if (d->flags & F_IPSRC_RND) {
+			if (d->p.flags & F_IPSRC_RND) {
 				t = prandom(d) % (imx - imn) + imn;
 			} else {
-				t = ntohl(d->cur_saddr) + 1;
+				t = ntohl(d->p.cur_saddr) + 1;
 				if (t > imx || t < imn)
 					t = imn;
 			}
-			d->cur_saddr = htonl(t);
+			d->p.cur_saddr = htonl(t);
 		}
-		if (d->cflows && d->flows[flow].init) {
-			d->cur_daddr = d->flows[flow].cur_daddr;
+		if (d->p.cflows && d->flows[flow].init) {
+			d->p.cur_daddr = d->flows[flow].cur_daddr;
 		} else {
-			imn = ntohl(d->daddr_min);
-			imx = ntohl(d->daddr_max);
+			imn = ntohl(d->p.dst_min.addr);
+			imx = ntohl(d->p.dst_max.addr);
 			if (imn < imx) {
 				uint32_t t;
 
-				if (d->flags & F_IPDST_RND) {
+				if (d->p.flags & F_IPDST_RND) {
 					int tries = 0;
 
 					do
 						t = prandom(d) % (imx - imn) + imn;
 					while (ip4_special(t) && ++tries < 1000);
 				} else {
-					t = ntohl(d->cur_daddr) + 1;
+					t = ntohl(d->p.cur_daddr) + 1;
 					if (t > imx || t < imn)
 						t = imn;
 				}
-				d->cur_daddr = htonl(t);
+				d->p.cur_daddr = htonl(t);
 			}
-			if (d->cflows) {
+			if (d->p.cflows) {
 				d->flows[flow].init = true;
-				d->flows[flow].cur_daddr = d->cur_daddr;
+				d->flows[flow].cur_daddr = d->p.cur_daddr;
 				d->nflows++;
 			}
 		}
-	} else if (!IN6_IS_ADDR_UNSPECIFIED(&d->min_in6_daddr)) {
+	} else if (!IN6_IS_ADDR_UNSPECIFIED(&d->p.min_in6_daddr)) {
 		/* only random IPv6 destinations, as the kernel: (rand | min) & max */
 		for (int i = 0; i < 4; i++) {
 			uint32_t r = prandom(d), mn, mx;
 
-			memcpy(&mn, d->min_in6_daddr.s6_addr + 4 * i, 4);
-			memcpy(&mx, d->max_in6_daddr.s6_addr + 4 * i, 4);
+			memcpy(&mn, d->p.min_in6_daddr.s6_addr + 4 * i, 4);
+			memcpy(&mx, d->p.max_in6_daddr.s6_addr + 4 * i, 4);
 			r = (r | mn) & mx;
-			memcpy(d->cur_in6_daddr.s6_addr + 4 * i, &r, 4);
+			memcpy(d->p.cur_in6_daddr.s6_addr + 4 * i, &r, 4);
 		}
 	}
-	if (d->min_pkt_size < d->max_pkt_size) {
+	if (d->p.min_pkt_size < d->p.max_pkt_size) {
 		unsigned int t;
 
-		if (d->flags & F_TXSIZE_RND) {
-			t = prandom(d) % (d->max_pkt_size - d->min_pkt_size) + d->min_pkt_size;
+		if (d->p.flags & F_TXSIZE_RND) {
+			t = prandom(d) % (d->p.max_pkt_size - d->p.min_pkt_size) + d->p.min_pkt_size;
 		} else {
-			t = d->cur_pkt_size + 1;
-			if (t > d->max_pkt_size)
-				t = d->min_pkt_size;
+			t = d->p.cur_pkt_size + 1;
+			if (t > d->p.max_pkt_size)
+				t = d->p.min_pkt_size;
 		}
-		d->cur_pkt_size = t;
+		d->p.cur_pkt_size = t;
 	}
-	if (d->n_imix) {
-		d->cur_imix = d->imix_dist[prandom(d) % IMIX_PRECISION];
-		d->cur_pkt_size = (unsigned int)d->imix[d->cur_imix].size;
+	if (d->p.n_imix) {
+		d->cur_imix = d->p.imix_dist[prandom(d) % IMIX_PRECISION];
+		d->p.cur_pkt_size = (unsigned int)d->p.imix[d->cur_imix].size;
 	}
 	/* set_cur_queue_map() */
-	if (d->flags & F_QUEUE_MAP_CPU) {
+	if (d->p.flags & F_QUEUE_MAP_CPU) {
 		d->cur_queue_map = (unsigned int)d->t->cpu;
-	} else if (d->queue_map_min <= d->queue_map_max) {
+	} else if (d->p.queue_map_min <= d->p.queue_map_max) {
 		unsigned int t;
 
-		if (d->flags & F_QUEUE_MAP_RND) {
-			t = prandom(d) % (d->queue_map_max - d->queue_map_min + 1) + d->queue_map_min;
+		if (d->p.flags & F_QUEUE_MAP_RND) {
+			t = prandom(d) % (d->p.queue_map_max - d->p.queue_map_min + 1) + d->p.queue_map_min;
 		} else {
 			t = d->cur_queue_map + 1;
-			if (t > d->queue_map_max)
-				t = d->queue_map_min;
+			if (t > d->p.queue_map_max)
+				t = d->p.queue_map_min;
 		}
 		d->cur_queue_map = t;
 	}
@@ -1012,30 +364,30 @@ static struct uskb *fill_packet(struct pg_dev *d)
 	struct uskb *skb;
 
 	mod_cur_headers(d);
-	p->pkt_size = d->cur_pkt_size;
-	p->nfrags = d->nfrags;
-	p->ipv6 = d->flags & F_IPV6;
-	p->udpcsum = d->flags & F_UDPCSUM;
+	p->pkt_size = d->p.cur_pkt_size;
+	p->nfrags = d->p.nfrags;
+	p->ipv6 = d->p.flags & F_IPV6;
+	p->udpcsum = d->p.flags & F_UDPCSUM;
 	memcpy(p->dst_mac, d->hh, 6);
 	memcpy(p->src_mac, d->hh + 6, 6);
-	p->saddr = d->cur_saddr;
-	p->daddr = d->cur_daddr;
-	memcpy(p->saddr6, &d->cur_in6_saddr, 16);
-	memcpy(p->daddr6, &d->cur_in6_daddr, 16);
-	p->udp_src = d->cur_udp_src;
-	p->udp_dst = d->cur_udp_dst;
-	p->tos = p->ipv6 ? d->traffic_class : d->tos;
-	memcpy(p->labels, d->labels, sizeof(p->labels));
-	p->nr_labels = (int)d->nr_labels;
-	p->vlan_id = d->vlan_id;
-	p->vlan_p = d->vlan_p;
-	p->vlan_cfi = d->vlan_cfi;
-	p->svlan_id = d->svlan_id;
-	p->svlan_p = d->svlan_p;
-	p->svlan_cfi = d->svlan_cfi;
+	p->saddr = d->p.cur_saddr;
+	p->daddr = d->p.cur_daddr;
+	memcpy(p->saddr6, &d->p.cur_in6_saddr, 16);
+	memcpy(p->daddr6, &d->p.cur_in6_daddr, 16);
+	p->udp_src = d->p.cur_udp_src;
+	p->udp_dst = d->p.cur_udp_dst;
+	p->tos = p->ipv6 ? d->p.traffic_class : d->p.tos;
+	memcpy(p->labels, d->p.labels, sizeof(p->labels));
+	p->nr_labels = (int)d->p.nr_labels;
+	p->vlan_id = d->p.vlan_id;
+	p->vlan_p = d->p.vlan_p;
+	p->vlan_cfi = d->p.vlan_cfi;
+	p->svlan_id = d->p.svlan_id;
+	p->svlan_p = d->p.svlan_p;
+	p->svlan_cfi = d->p.svlan_cfi;
 	p->ip_id = d->ip_id;
 	p->seq_num = d->seq_num;
-	if (d->flags & F_NO_TIMESTAMP) {
+	if (d->p.flags & F_NO_TIMESTAMP) {
 		p->tv_sec = p->tv_usec = 0;
 	} else {
 		struct timespec ts;
@@ -1054,7 +406,7 @@ static struct uskb *fill_packet(struct pg_dev *d)
 	if (!p->ipv6)
 		d->ip_id++;
 	skb->queue_mapping = (uint16_t)d->cur_queue_map;
-	skb->priority = d->skb_priority;
+	skb->priority = d->p.skb_priority;
 	return skb;
 }
 
@@ -1064,30 +416,30 @@ static void setup_inject(struct pg_dev *d)
 {
 	unsigned int ntxq = d->nd->dev->nqueues;
 
-	if (ntxq <= d->queue_map_min)
-		d->queue_map_min = (ntxq ? ntxq : 1) - 1;
-	if (d->queue_map_max >= ntxq)
-		d->queue_map_max = (ntxq ? ntxq : 1) - 1;
-	memcpy(d->hh + 6, zero_mac(d->src_mac) ? d->nd->dev->mac : d->src_mac, 6);
-	memcpy(d->hh, d->dst_mac, 6);
-	if (d->flags & F_IPV6) {
-		if (d->min_pkt_size == 0)
-			d->min_pkt_size = 14 + 40 + 8 + 16;
+	if (ntxq <= d->p.queue_map_min)
+		d->p.queue_map_min = (ntxq ? ntxq : 1) - 1;
+	if (d->p.queue_map_max >= ntxq)
+		d->p.queue_map_max = (ntxq ? ntxq : 1) - 1;
+	memcpy(d->hh + 6, zero_mac(d->p.src_mac) ? d->nd->dev->mac : d->p.src_mac, 6);
+	memcpy(d->hh, d->p.dst_mac, 6);
+	if (d->p.flags & F_IPV6) {
+		if (d->p.min_pkt_size == 0)
+			d->p.min_pkt_size = 14 + 40 + 8 + 16;
 	} else {
-		if (d->min_pkt_size == 0)
-			d->min_pkt_size = 14 + 20 + 8 + 16;
+		if (d->p.min_pkt_size == 0)
+			d->p.min_pkt_size = 14 + 20 + 8 + 16;
 		/* no address on our devices: an unset source stays 0.0.0.0 */
-		d->saddr_min = d->src_min[0] ? d->saddr_min : 0;
-		d->saddr_max = d->src_min[0] ? d->saddr_max : 0;
+		d->p.src_min.addr = d->p.src_min.str[0] ? d->p.src_min.addr : 0;
+		d->p.src_max.addr = d->p.src_min.str[0] ? d->p.src_max.addr : 0;
 	}
-	d->cur_pkt_size = d->min_pkt_size;
-	if (d->min_pkt_size > d->max_pkt_size)
-		d->max_pkt_size = d->min_pkt_size;
-	d->cur_dst_mac_offset = d->cur_src_mac_offset = 0;
-	d->cur_saddr = d->saddr_min;
-	d->cur_daddr = d->daddr_min;
-	d->cur_udp_dst = d->udp_dst_min;
-	d->cur_udp_src = d->udp_src_min;
+	d->p.cur_pkt_size = d->p.min_pkt_size;
+	if (d->p.min_pkt_size > d->p.max_pkt_size)
+		d->p.max_pkt_size = d->p.min_pkt_size;
+	d->p.cur_dst_mac_offset = d->p.cur_src_mac_offset = 0;
+	d->p.cur_saddr = d->p.src_min.addr;
+	d->p.cur_daddr = d->p.dst_min.addr;
+	d->p.cur_udp_dst = d->p.udp_dst_min;
+	d->p.cur_udp_src = d->p.udp_src_min;
 	d->nflows = 0;
 }
 
@@ -1099,21 +451,21 @@ static void dev_start(struct pg_dev *d)
 	setup_inject(d);
 	d->sent_queue = -1;
 	free(d->flows);
-	d->flows = calloc(d->cflows ? d->cflows : 1, sizeof(*d->flows));
+	d->flows = calloc(d->p.cflows ? d->p.cflows : 1, sizeof(*d->flows));
 	if (!d->flows) {
 		snprintf(d->result, RESULT_SZ, "Error starting");
 		return;
 	}
 	d->curfl = 0;
-	for (unsigned int i = 0; i < d->n_imix; i++)
-		d->imix[i].count_so_far = 0;
+	for (unsigned int i = 0; i < d->p.n_imix; i++)
+		d->p.imix[i].count_so_far = 0;
 	clear_counters(d);
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
 	}
 	d->last_nfrags = -1;
-	d->zero = d->node >= 0 && (d->flags & F_NODE) ? uskb_zero_page_node(d->node) : uskb_zero_page();
+	d->zero = d->p.node >= 0 && (d->p.flags & F_NODE) ? uskb_zero_page_node(d->p.node) : uskb_zero_page();
 	t = uskb_mono_ns();
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
@@ -1127,14 +479,14 @@ static void compute_rates(const struct pg_dev *d, uint64_t elapsed, uint64_t sof
 	if (!elapsed)
 		elapsed = 1;
 	*pps = (uint64_t)((unsigned __int128)sofar * 1000000000u / elapsed);
-	if (d->n_imix) {
+	if (d->p.n_imix) {
 		unsigned __int128 bytes = 0;
 
-		for (unsigned int i = 0; i < d->n_imix; i++)
-			bytes += (unsigned __int128)d->imix[i].size * d->imix[i].count_so_far;
+		for (unsigned int i = 0; i < d->p.n_imix; i++)
+			bytes += (unsigned __int128)d->p.imix[i].size * d->p.imix[i].count_so_far;
 		*bps = (uint64_t)(bytes * 8 * 1000000000u / elapsed);
 	} else {
-		*bps = *pps * 8 * d->cur_pkt_size;
+		*bps = *pps * 8 * d->p.cur_pkt_size;
 	}
 }
 
@@ -1205,7 +557,7 @@ static void dev_stop(struct pg_dev *d)
 	n = snprintf(d->result, RESULT_SZ, "OK: %" PRIu64 "(c%" PRIu64 "+d%" PRIu64 ") usec, %" PRIu64
 		     " (%ubyte,%dfrags)\n",
 		     elapsed / 1000, (elapsed - (idle > elapsed ? elapsed : idle)) / 1000, idle / 1000,
-		     sofar, d->cur_pkt_size, nr_frags);
+		     sofar, d->p.cur_pkt_size, nr_frags);
 	snprintf(d->result + n, RESULT_SZ - (size_t)n,
 		 "  %" PRIu64 "pps %" PRIu64 "Mb/sec (%" PRIu64 "bps) errors: %" PRIu64, pps,
 		 bps / 1000000, bps, uskb_count_read(&d->errors));
@@ -1242,7 +594,7 @@ static void spin(struct pg_dev *d, uint64_t until)
 			;
 		uskb_count_add(&d->idle_acc, t - start);
 	}
-	d->next_tx = uskb_add_sat(until, d->delay);
+	d->next_tx = uskb_add_sat(until, d->p.delay);
 }
 
 static struct pg_dev *next_to_run(struct pg_thread *t);
@@ -1250,11 +602,11 @@ static struct pg_dev *next_to_run(struct pg_thread *t);
 static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	struct pg_netdev *nd = d->nd;
-	unsigned int burst = d->burst, ok = 0, errs = 0, busy = 0;
+	unsigned int burst = d->p.burst, ok = 0, errs = 0, busy = 0;
 	uint64_t sofar = uskb_count_read(&d->sofar);
 	int n;
 
-	if (d->delay == UINT64_MAX) {
+	if (d->p.delay == UINT64_MAX) {
 		/* "never transmit": out of next_to_run's way, as the kernel's now + ULONG_MAX */
 		struct timespec ts = { 0, 10000000 };
 
@@ -1263,7 +615,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			nanosleep(&ts, NULL);
 		return;
 	}
-	if (!d->skb || (d->last_ok && ++d->clone_count >= d->clone_skb)) {
+	if (!d->skb || (d->p.last_ok && ++d->clone_count >= d->p.clone_skb)) {
 		if (d->skb)
 			uskb_free(d->skb);
 		d->skb = fill_packet(d);
@@ -1275,7 +627,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->last_pkt_size = d->skb->len;
 		d->clone_count = 0;
 	}
-	if (d->delay && d->last_ok) {
+	if (d->p.delay && d->p.last_ok) {
 		if (d->next_tx > uskb_mono_ns())
 			dev_flush(d); /* nothing may wait in the device while we do */
 		spin(d, d->next_tx);
@@ -1283,8 +635,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			return;
 	}
 	/* no overshoot: a burst never sends past count (the kernel's may) */
-	if (d->count && burst > d->count - sofar)
-		burst = (unsigned int)(d->count - sofar);
+	if (d->p.count && burst > d->p.count - sofar)
+		burst = (unsigned int)(d->p.count - sofar);
 	if (burst > MAX_BURST)
 		burst = MAX_BURST;
 	n = (int)burst;
@@ -1314,21 +666,21 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	}
 	/* as the kernel: a busy device gets the same skb again, without delay */
 	if (busy) {
-		d->last_ok = false;
+		d->p.last_ok = false;
 		dev_flush(d);
 	}
 	else if (ok)
-		d->last_ok = true;
+		d->p.last_ok = true;
 	if (ok) {
 		d->seq_num += ok;
-		if (d->n_imix)
-			d->imix[d->cur_imix].count_so_far += ok;
+		if (d->p.n_imix)
+			d->p.imix[d->cur_imix].count_so_far += ok;
 		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
 		uskb_count_add(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
 	}
 	if (errs)
 		uskb_count_add(&d->errors, errs);
-	if (d->count && sofar + ok >= d->count) {
+	if (d->p.count && sofar + ok >= d->p.count) {
 		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
 		uint64_t w = uskb_mono_ns();
 
@@ -1507,11 +859,8 @@ static int add_device(struct uskb_pktgen *pg, struct pg_thread *t, const char *i
 	}
 	snprintf(d->odevname, sizeof(d->odevname), "%s", ifname);
 	d->t = t;
-	d->count = 1000;
-	d->udp_src_min = d->udp_src_max = d->udp_dst_min = d->udp_dst_max = 9;
-	d->vlan_id = d->svlan_id = 0xffff;
-	d->burst = 1;
-	d->node = -1;
+	__uskb_pg_defaults(&d->p);
+	d->p.shared_skbs = d->nd->dev->features & USKB_DEV_F_TX_SKB_SHARING;
 	d->rng = (pg->seeded ? pg->seed : uskb_mono_ns()) + 0x9E3779B97F4A7C15ull * ++pg->ndevs_made;
 	if (!d->rng)
 		d->rng = 1;
@@ -1523,17 +872,13 @@ static int add_device(struct uskb_pktgen *pg, struct pg_thread *t, const char *i
 static int thread_write(struct uskb_pktgen *pg, struct pg_thread *t, const char *buf)
 {
 	char name[40];
-	size_t i = skip_sep(buf), len = word_len(buf + i, sizeof(name) - 1);
+	const char *v = __uskb_pg_split(buf, name, sizeof(name));
 	int err;
 
-	memcpy(name, buf + i, len);
-	name[len] = 0;
-	i += len;
-	i += skip_sep(buf + i);
 	if (!strcmp(name, "add_device")) {
 		char f[NAME_SZ];
 
-		copy_word(f, sizeof(f), buf + i, sizeof(f) - 1);
+		__uskb_pg_word(f, sizeof(f), v);
 		err = add_device(pg, t, f);
 		if (!err)
 			snprintf(t->result, RESULT_SZ, "OK: add_device=%s", f);
@@ -1658,7 +1003,7 @@ int uskb_pktgen_write(struct uskb_pktgen *pg, const char *file, const char *cmd)
 	if (!strcmp(file, "pgctrl")) {
 		char w[16];
 
-		copy_word(w, sizeof(w), cmd + skip_sep(cmd), 15);
+		__uskb_pg_split(cmd, w, sizeof(w));
 		if (!strcmp(w, "stop")) {
 			if (atomic_load(&pg->running))
 				uskb_pktgen_stop(pg);
@@ -1770,7 +1115,7 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			st->idle_ns = uskb_count_read(&d->idle_acc);
 			st->elapsed_ns = started && stop > started ? stop - started : 0;
 			/* the worker owns these while it runs */
-			st->pkt_size = st->running ? 0 : d->cur_pkt_size;
+			st->pkt_size = st->running ? 0 : d->p.cur_pkt_size;
 			st->nfrags = st->running ? -1 : d->last_nfrags;
 			if (st->elapsed_ns) {
 				st->pps = (uint64_t)((unsigned __int128)st->sofar * 1000000000u /

@@ -7,9 +7,11 @@
  * libuskb, src/lib/compiler.h and this header, nothing else of the library.
  */
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "../lib/compiler.h"
 #include "uskb/uskb.h"
@@ -77,26 +79,27 @@ struct pg_netdev {
 	pthread_mutex_t *txlock; /* HARD_TX_LOCK per queue, taken when users > 1 */
 };
 
-struct pg_thread;
+/* An IPv4 end of a range: as given ("" when unset) and as an address (network order). */
+struct pg_ip4 {
+	char str[32];
+	uint32_t addr;
+};
 
-struct pg_dev {
-	struct pg_dev *next;
-	struct pg_thread *t;
-	struct pg_netdev *nd;
-	char odevname[NAME_SZ];
-	char result[RESULT_SZ];
-
-	/* parameters */
-	uint32_t flags;
-	unsigned int min_pkt_size, max_pkt_size, cur_pkt_size;
+/*
+ * What the device commands set (cmd.c): the parameters of a pktgen_dev, the
+ * one fact of its device they depend on, and the current values that a
+ * command resets along with its parameter, as the kernel's commands do.
+ */
+struct pg_params {
+	uint32_t flags; /* first: offset 0 is never a command's second field */
+	unsigned int min_pkt_size, max_pkt_size;
 	int nfrags;
 	uint64_t delay, count;
 	int clone_skb;
 	unsigned int burst;
 	int node;
 	int xmit_mode;
-	char dst_min[32], dst_max[32], src_min[32], src_max[32];
-	uint32_t saddr_min, saddr_max, daddr_min, daddr_max; /* network order */
+	struct pg_ip4 dst_min, dst_max, src_min, src_max;
 	struct in6_addr in6_saddr, in6_daddr, min_in6_saddr, max_in6_saddr, min_in6_daddr,
 		max_in6_daddr;
 	uint16_t udp_src_min, udp_src_max, udp_dst_min, udp_dst_max;
@@ -114,12 +117,65 @@ struct pg_dev {
 	uint8_t imix_dist[IMIX_PRECISION];
 	uint32_t spi;
 
-	/* state */
-	uint8_t hh[14];
+	bool shared_skbs; /* the device takes shared skbs (clone_skb and burst need it) */
+
+	/* current values */
+	unsigned int cur_pkt_size;
 	uint32_t cur_saddr, cur_daddr;
 	struct in6_addr cur_in6_saddr, cur_in6_daddr;
 	uint16_t cur_udp_src, cur_udp_dst;
 	uint32_t cur_dst_mac_offset, cur_src_mac_offset;
+	bool last_ok; /* the last transmit went out (or the mode never waits for one) */
+};
+
+/* the defaults of a new device */
+USKB_HIDDEN void __uskb_pg_defaults(struct pg_params *p);
+/*
+ * Carry out the device command @cmd (pktgen_if_write) on @p, its reply into
+ * @result (@len bytes; kept as it was by a successful imix_weights, as the
+ * kernel). 0, -errno as the kernel's write fails, or PG_CLEAR_COUNTERS: the
+ * caller clears the device's counters. Needs no engine, thread or device.
+ */
+USKB_HIDDEN int __uskb_pg_parse(struct pg_params *p, const char *cmd, char *result, size_t len);
+#define PG_CLEAR_COUNTERS 1
+/*
+ * The command word of @buf (at most @size - 1 characters, past leading
+ * separators) into @name; returns its value: the text after the separators
+ * that follow the word.
+ */
+USKB_HIDDEN const char *__uskb_pg_split(const char *buf, char *name, size_t size);
+/* The first word of @s (up to a separator, at most @size - 1 characters) into @dst. */
+USKB_HIDDEN void __uskb_pg_word(char *dst, size_t size, const char *s);
+
+static inline void pg_mac_fmt(char *buf, const uint8_t m[6])
+{
+	sprintf(buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+static inline const char *pg_ip6_fmt(char *buf, const struct in6_addr *a)
+{
+	inet_ntop(AF_INET6, a, buf, INET6_ADDRSTRLEN);
+	return buf;
+}
+
+static inline const char *pg_ip4_fmt(char *buf, uint32_t a)
+{
+	inet_ntop(AF_INET, &a, buf, INET_ADDRSTRLEN);
+	return buf;
+}
+
+struct pg_thread;
+
+struct pg_dev {
+	struct pg_dev *next;
+	struct pg_thread *t;
+	struct pg_netdev *nd;
+	char odevname[NAME_SZ];
+	char result[RESULT_SZ];
+	struct pg_params p;
+
+	/* state */
+	uint8_t hh[14];
 	unsigned int cur_queue_map, cur_imix;
 	int sent_queue; /* the queue of the last transmit (-1: none): it is what a flush pushes */
 	struct flow_state *flows;
@@ -131,7 +187,6 @@ struct pg_dev {
 	struct uskb_page *zero; /* the shared zero page of this device's node */
 	unsigned int last_pkt_size;
 	int clone_count;
-	bool last_ok;
 	int last_nfrags;
 	uint64_t next_tx;
 	_Atomic uint64_t started_at, stopped_at; /* ns, CLOCK_MONOTONIC */
