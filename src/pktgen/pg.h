@@ -147,6 +147,11 @@ USKB_HIDDEN const char *__uskb_pg_split(const char *buf, char *name, size_t size
 /* The first word of @s (up to a separator, at most @size - 1 characters) into @dst. */
 USKB_HIDDEN void __uskb_pg_word(char *dst, size_t size, const char *s);
 
+static inline bool pg_zero_mac(const uint8_t *m)
+{
+	return !(m[0] | m[1] | m[2] | m[3] | m[4] | m[5]);
+}
+
 static inline void pg_mac_fmt(char *buf, const uint8_t m[6])
 {
 	sprintf(buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
@@ -218,5 +223,31 @@ struct uskb_pktgen {
 	pthread_mutex_t lock; /* serializes writes */
 	struct pg_thread threads[];
 };
+
+/* ---- flow.c: the header state ---- */
+
+/* the first packet's headers, at the start of a run */
+USKB_HIDDEN void __uskb_pg_setup_inject(struct pg_dev *d);
+/* mod_cur_headers(), then the packet of those headers; NULL (result "No memory") */
+USKB_HIDDEN struct uskb *__uskb_pg_fill_packet(struct pg_dev *d);
+
+/* ---- xmit.c: running ---- */
+
+/* pktgen_clear_counters() */
+USKB_HIDDEN void __uskb_pg_clear_counters(struct pg_dev *d);
+/* the per-queue transmit locks of @nd: 0 or -ENOMEM */
+USKB_HIDDEN int __uskb_pg_locks_init(struct pg_netdev *nd);
+USKB_HIDDEN void __uskb_pg_locks_free(struct pg_netdev *nd);
+/* start: run every device until all stop; called with pg->lock held, dropped meanwhile */
+USKB_HIDDEN int __uskb_pg_run(struct uskb_pktgen *pg);
+
+/* ---- show.c: the files and results; each returns the full length, as snprintf ---- */
+
+USKB_HIDDEN int __uskb_pg_show_pgctrl(char *buf, size_t len);
+USKB_HIDDEN int __uskb_pg_show_thread(const struct pg_thread *t, char *buf, size_t len);
+USKB_HIDDEN int __uskb_pg_show_dev(const struct pg_dev *d, char *buf, size_t len);
+/* the result line of a run that ended (show_results) into d->result */
+USKB_HIDDEN void __uskb_pg_show_results(struct pg_dev *d, uint64_t elapsed, uint64_t idle,
+					uint64_t sofar, int nr_frags);
 
 #endif
