@@ -147,7 +147,7 @@ build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(LIB_SRCS) $(H
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(LIB_SRCS) -o $@ -lpthread
 
-build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS)
+build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS) src/pktgen/pg.h
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_pktgen.c $(LIB_SRCS) -o $@ -lpthread
