@@ -53,7 +53,7 @@ TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
 EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-TOOL_BINS   := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+TOOL_BINS   := $(BUILD)/tools/uskb-pktgen
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
@@ -99,10 +99,12 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 tools: $(TOOL_BINS)
 
-$(BUILD)/tools/%: tools/%.c $(STATIC)
+TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\"
+
+$(BUILD)/tools/uskb-pktgen: $(wildcard tools/pktgen/*.c) tools/pktgen/cli.h src/lib/compiler.h $(STATIC)
 	@mkdir -p $(@D)
-	$(call quiet,CC,$<)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(TOOL_FLAGS) $(CFLAGS) $(filter %.c,$^) -o $@ $(STATIC) $(LDLIBS)
 
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS)
 
@@ -191,7 +193,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)/uskb
 
 format:
-	clang-format -i src/*.c src/pktgen/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/*.c
+	clang-format -i src/*.c src/pktgen/*.c src/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/pktgen/*.c tools/pktgen/*.h
 
 clean:
 	rm -rf build
