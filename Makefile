@@ -99,7 +99,10 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 tools: $(TOOL_BINS)
 
-TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\"
+# the version, and where --veth finds scripts/netns-veth.sh: the sources, else installed
+TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\" \
+	-DUSKB_NETNS_VETH_SRC=\"$(CURDIR)/scripts/netns-veth.sh\" \
+	-DUSKB_NETNS_VETH=\"$(DATADIR)/uskb/netns-veth.sh\"
 
 $(BUILD)/tools/uskb-pktgen: $(wildcard tools/pktgen/*.c) tools/pktgen/cli.h src/lib/compiler.h $(STATIC)
 	@mkdir -p $(@D)
@@ -176,6 +179,7 @@ install: lib tools
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 share/pktgen/*.sh $(DESTDIR)$(DATADIR)/uskb/pktgen/
+	install -m 755 scripts/netns-veth.sh $(DESTDIR)$(DATADIR)/uskb/
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(STATIC) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(DESTDIR)$(LIBDIR)/

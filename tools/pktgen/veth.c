@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --veth: a private veth pair for the run, made with ip and removed after
- * it; this process and its generator threads live on its first end.
+ * --veth: a private veth pair for the run. scripts/netns-veth.sh (installed
+ * as DATADIR/uskb/netns-veth.sh) makes and removes it, the one definition
+ * of the test network; this process and its generator threads then live on
+ * its first end.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,11 +16,23 @@
 
 #include "cli.h"
 
-static char veth_ns[2][32], veth_if[2][16];
-static bool veth_made;
+static char prefix[16], veth_ns[2][32], veth_if[2][32];
+static const char *script;
+static bool made;
 
-/* run a program (ip) quietly; its exit status, or -1 */
-static int run(char *const argv[])
+/* the script of the sources this tool was built from, else the installed one */
+static const char *find_script(void)
+{
+	static const char *const paths[] = { USKB_NETNS_VETH_SRC, USKB_NETNS_VETH };
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (access(paths[i], R_OK) == 0)
+			return paths[i];
+	return NULL;
+}
+
+/* the script with @cmd, quietly; its exit status, or -1 */
+static int run_script_cmd(const char *cmd)
 {
 	pid_t pid = fork();
 	int st;
@@ -28,28 +42,26 @@ static int run(char *const argv[])
 	if (pid == 0) {
 		int fd = open("/dev/null", O_WRONLY);
 
-		setpgid(0, 0); /* a Ctrl-C is ours to handle, not ip's: let it finish */
+		setpgid(0, 0); /* a Ctrl-C is ours to handle, not the script's: let it finish */
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execvp(argv[0], argv);
+		execlp("sh", "sh", script, cmd, "-p", prefix, (char *)NULL);
 		_exit(127);
 	}
-	if (waitpid(pid, &st, 0) < 0)
-		return -1;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-#define IP(...) run((char *[]){ "ip", __VA_ARGS__, NULL })
-
 static void veth_down(void)
 {
-	if (!veth_made)
+	if (!made)
 		return;
-	veth_made = false;
-	IP("netns", "del", veth_ns[0]);
-	IP("netns", "del", veth_ns[1]);
+	made = false;
+	run_script_cmd("down");
 }
 
 /* received packets of @ifname in this thread's network namespace, -1 if unknown */
@@ -92,39 +104,34 @@ static long long veth_peer_rx(void)
 	return v;
 }
 
+/* PREFIX-a holds PREFIX0, PREFIX-b PREFIX1, as netns-veth.sh names them */
 static void veth_up(void)
 {
 	char nspath[64];
-	int fd, pid = (int)getpid();
+	int fd;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "uskb-pktgen: --veth needs root (CAP_NET_ADMIN) to create network namespaces\n");
 		exit(1);
 	}
-	for (int i = 0; i < 2; i++) {
-		snprintf(veth_ns[i], sizeof(veth_ns[i]), "uskb-%d-%c", pid, 'a' + i);
-		snprintf(veth_if[i], sizeof(veth_if[i]), "uv%d%c", pid % 10000000, 'a' + i);
-	}
-	veth_made = true;
-	atexit(veth_down);
-	if (IP("netns", "add", veth_ns[0]) || IP("netns", "add", veth_ns[1]) ||
-	    IP("-n", veth_ns[0], "link", "add", veth_if[0], "address", "02:00:00:00:00:01", "type", "veth",
-	       "peer", "name", veth_if[1], "address", "02:00:00:00:00:02", "netns", veth_ns[1]) ||
-	    IP("-n", veth_ns[0], "addr", "add", "198.18.0.1/24", "dev", veth_if[0]) ||
-	    IP("-n", veth_ns[1], "addr", "add", "198.18.0.2/24", "dev", veth_if[1]) ||
-	    IP("-n", veth_ns[0], "addr", "add", "fd00::1/64", "dev", veth_if[0], "nodad") ||
-	    IP("-n", veth_ns[1], "addr", "add", "fd00::2/64", "dev", veth_if[1], "nodad") ||
-	    IP("-n", veth_ns[0], "link", "set", veth_if[0], "up") ||
-	    IP("-n", veth_ns[1], "link", "set", veth_if[1], "up") ||
-	    IP("-n", veth_ns[0], "neigh", "replace", "198.18.0.2", "lladdr", "02:00:00:00:00:02", "dev",
-	       veth_if[0], "nud", "permanent") ||
-	    IP("-n", veth_ns[0], "neigh", "replace", "fd00::2", "lladdr", "02:00:00:00:00:02", "dev",
-	       veth_if[0], "nud", "permanent")) {
-		fprintf(stderr, "uskb-pktgen: --veth: could not set up the veth pair with ip (iproute2 installed? "
-				"network namespaces allowed here?)\n");
+	script = find_script();
+	if (!script) {
+		fprintf(stderr, "uskb-pktgen: --veth: no netns-veth.sh in %s or %s\n",
+			USKB_NETNS_VETH_SRC, USKB_NETNS_VETH);
 		exit(2);
 	}
-	/* this process (and the generator threads it starts) lives on the first end */
+	snprintf(prefix, sizeof(prefix), "uv%d", (int)getpid() % 10000000);
+	for (int i = 0; i < 2; i++) {
+		snprintf(veth_ns[i], sizeof(veth_ns[i]), "%s-%c", prefix, 'a' + i);
+		snprintf(veth_if[i], sizeof(veth_if[i]), "%s%d", prefix, i);
+	}
+	made = true;
+	atexit(veth_down);
+	if (run_script_cmd("up")) {
+		fprintf(stderr, "uskb-pktgen: --veth: %s could not set up the veth pair (iproute2 "
+				"installed? network namespaces allowed here?)\n", script);
+		exit(2);
+	}
 	snprintf(nspath, sizeof(nspath), "/run/netns/%s", veth_ns[0]);
 	fd = open(nspath, O_RDONLY);
 	if (fd < 0 || setns(fd, CLONE_NEWNET)) {
