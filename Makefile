@@ -77,7 +77,8 @@ TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
 EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-TOOL_BINS   := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+TOOL_BINS   := $(BUILD)/tools/uskb-pktgen
+TOOL_OBJS   := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktgen/*.c))
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
@@ -128,7 +129,7 @@ $(BUILD)/%.pc: %.pc.in Makefile
 		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@XDP_LIBS@|$(XDP_LIBS)|g' $< > $@
 
 # no call from a lower layer into a higher one; every global prefixed; the .so files export their maps
-check-layers: lib
+check-layers: lib $(TOOL_OBJS)
 	@scripts/check-layers $(BUILD)/obj $(LAYERS)
 	@scripts/check-symbols $(BUILD)
 
@@ -143,10 +144,20 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 tools: $(TOOL_BINS)
 
-$(BUILD)/tools/%: tools/%.c $(ALL_A)
+# the version, and where --veth finds scripts/netns-veth.sh: the sources, else installed
+TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\" \
+	-DUSKB_NETNS_VETH_SRC=\"$(CURDIR)/scripts/netns-veth.sh\" \
+	-DUSKB_NETNS_VETH=\"$(DATADIR)/uskb/netns-veth.sh\"
+
+$(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/pktgen/*.h) src/lib/compiler.h Makefile
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
+	$(Q)$(CC) $(BASEFLAGS) -Isrc $(TOOL_FLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tools/uskb-pktgen: $(TOOL_OBJS) $(ALL_A)
+	@mkdir -p $(@D)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS)
 
@@ -191,7 +202,7 @@ build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(CORE_SRCS) $(
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_skb.c $(TEST_LIBSRC) $(CORE_SRCS) -o $@ -lpthread
 
-build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS)
+build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS) src/pktgen/pg.h
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_pktgen.c $(LIB_SRCS) -o $@ -lpthread
@@ -218,6 +229,7 @@ install: lib tools
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(BINDIR)/
 	install -m 644 man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 share/pktgen/*.sh $(DESTDIR)$(DATADIR)/uskb/pktgen/
+	install -m 755 scripts/netns-veth.sh $(DESTDIR)$(DATADIR)/uskb/
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(ALL_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(DESTDIR)$(LIBDIR)/
@@ -237,7 +249,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)/uskb
 
 format:
-	clang-format -i src/*/*.c src/*/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/*.c
+	clang-format -i src/*/*.c src/*/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/pktgen/*.c tools/pktgen/*.h
 
 clean:
 	rm -rf build

@@ -19,6 +19,8 @@
 # Needs root (CAP_NET_ADMIN). Run a command inside with
 #   ip netns exec uskb-a uskb-pktgen -i packet:uskb0 ...
 # "down" removes the namespaces and with them the pair and any XDP program.
+# uskb-pktgen --veth makes its pair for a run with this script (PREFIX
+# uvPID), installed as PREFIX/share/uskb/netns-veth.sh.
 set -eu
 
 cmd=${1:-}

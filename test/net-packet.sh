@@ -118,20 +118,20 @@ out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")
 grep -q '"packets": 500,' <<<"$out" || bad "--veth: $out"
 rx=$(sed -n 's/.* received \([0-9]*\) packets.*/\1/p' "$tmp/err")
 [ -n "$rx" ] && [ "$rx" -ge 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
-ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
+ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
 # --veth -i KIND: the kind and its options land on the veth end
 for kind in xdp:copy xdp::copy packet::mmsg; do
 	out=$(timeout 60 "$pg" --veth -i "$kind" -n 200 -q -v --json 2>&1)
-	want="add_device ${kind%%:*}:uv[0-9]*a$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$kind")"
+	want="add_device ${kind%%:*}:uv[0-9]*$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$kind")"
 	grep -q "$want >" <<<"$out" && grep -q '"packets": 200,' <<<"$out" || bad "--veth -i $kind: want $want: $out"
 done
-before=$(ip netns list | grep -c '^uskb-[0-9]*-a' || true)
+before=$(ip netns list | grep -c '^uv[0-9]*-a' || true)
 "$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
 vp=$!
 # interrupt once the pair exists (slow under sanitizers), then a little later
 for _ in $(seq 100); do
-	[ "$(ip netns list | grep -c '^uskb-[0-9]*-a' || true)" -gt "$before" ] && break
+	[ "$(ip netns list | grep -c '^uv[0-9]*-a' || true)" -gt "$before" ] && break
 	sleep 0.1
 done
 sleep 0.5
@@ -140,7 +140,7 @@ kill -INT $vp
 guard=$!
 wait $vp || bad "--veth interrupted: exit $?"
 kill $guard 2>/dev/null
-ns=$(sed -n 's/.*(in \(uskb-[0-9]*-b\)).*/\1/p' "$tmp/err")
+ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
 echo "$fail failed"
 [ $fail = 0 ]

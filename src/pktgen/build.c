@@ -5,12 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <errno.h>
-#include <pthread.h>
-#include "lib/compiler.h"
-#include "uskb/uskb.h"
-#include "uskb/dev.h"
-#include "uskb/pktgen.h"
+#include "pg.h"
 
 static void put16(unsigned char *p, uint16_t v)
 {
@@ -34,10 +29,12 @@ static uint16_t tci(uint16_t id, uint16_t cfi, uint16_t prio)
 static void finalize(struct uskb *skb, const struct uskb_pktgen_pkt *p, int datalen,
 		     struct uskb_page *zero)
 {
-	unsigned char *pgh = uskb_put(skb, 16);
+	struct pg_hdr h = { htonl(USKB_PKTGEN_MAGIC), htonl(p->seq_num), htonl(p->tv_sec),
+			    htonl(p->tv_usec) };
 	int frags = p->nfrags;
 
-	datalen -= 16;
+	memcpy(uskb_put(skb, sizeof(h)), &h, sizeof(h));
+	datalen -= (int)sizeof(h);
 	if (frags <= 0) {
 		uskb_put_zero(skb, (unsigned int)datalen);
 	} else {
@@ -67,10 +64,6 @@ static void finalize(struct uskb *skb, const struct uskb_pktgen_pkt *p, int data
 			datalen -= size;
 		}
 	}
-	put32(pgh, USKB_PKTGEN_MAGIC);
-	put32(pgh + 4, p->seq_num);
-	put32(pgh + 8, p->tv_sec);
-	put32(pgh + 12, p->tv_usec);
 }
 
 struct uskb *uskb_pktgen_build(const struct uskb_pktgen_pkt *p, const struct uskb_dev *dev,
@@ -88,8 +81,8 @@ struct uskb *uskb_pktgen_build(const struct uskb_pktgen_pkt *p, const struct usk
 		return NULL;
 	}
 	datalen = (int)p->pkt_size - 14 - iphl - 8 - overhead;
-	if (datalen < 16)
-		datalen = 16;
+	if (datalen < (int)sizeof(struct pg_hdr))
+		datalen = (int)sizeof(struct pg_hdr);
 	skb = uskb_alloc((unsigned int)(16 + 14 + overhead + iphl + 8 + datalen));
 	if (!skb)
 		return NULL;

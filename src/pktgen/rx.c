@@ -5,17 +5,13 @@
  * and keep a latency histogram.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <errno.h>
-#include <pthread.h>
-#include "lib/compiler.h"
-#include "uskb/uskb.h"
-#include "uskb/pktgen.h"
+#include "pg.h"
 
-#define PGH_MAGIC 0xbe9be955u
 #define MAX_STREAMS 256
 #define WINDOW 65536u /* sequence numbers remembered behind the highest */
 #define LAT_BUCKETS (61 * 16)
@@ -53,29 +49,24 @@ void uskb_pktgen_rx_free(struct uskb_pktgen_rx *rx)
 	free(rx);
 }
 
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /*
- * The offset of the pktgen header in @f (@len bytes), and the stream key;
- * -1 when this is not a pktgen packet.
+ * The pktgen header of @f (@len bytes) into @h, and the stream key; false
+ * when this is not a pktgen packet.
  */
-static int find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22])
+static bool find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22], struct pg_hdr *h)
 {
 	unsigned int off = 12, type;
 	int tags = 0;
 
 	if (len < 14)
-		return -1;
+		return false;
 	memset(key, 0, 22);
 	memcpy(key, f + 6, 6);
 	type = (unsigned int)f[12] << 8 | f[13];
 	off = 14;
 	while ((type == 0x8100 || type == 0x88a8) && tags++ < 2) {
 		if (len < off + 4)
-			return -1;
+			return false;
 		type = (unsigned int)f[off + 2] << 8 | f[off + 3];
 		off += 4;
 	}
@@ -83,37 +74,38 @@ static int find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22])
 		/* MPLS: labels up to the bottom of the stack, then IP by its version */
 		for (int i = 0;; i++) {
 			if (i == 16 || len < off + 4)
-				return -1;
+				return false;
 			off += 4;
 			if (f[off - 2] & 1)
 				break;
 		}
 		if (len < off + 1)
-			return -1;
+			return false;
 		type = (f[off] >> 4) == 6 ? 0x86dd : 0x0800;
 	}
 	if (type == 0x0800) {
 		unsigned int ihl;
 
 		if (len < off + 20 || (f[off] >> 4) != 4 || f[off + 9] != 17)
-			return -1;
+			return false;
 		if (((unsigned int)f[off + 6] << 8 | f[off + 7]) & 0x1fff) /* a later fragment */
-			return -1;
+			return false;
 		ihl = (f[off] & 15u) * 4;
 		memcpy(key + 6, f + off + 12, 4);
 		off += ihl;
 	} else if (type == 0x86dd) {
 		if (len < off + 40 || (f[off] >> 4) != 6 || f[off + 6] != 17)
-			return -1;
+			return false;
 		memcpy(key + 6, f + off + 8, 16);
 		off += 40;
 	} else {
-		return -1;
+		return false;
 	}
 	off += 8; /* UDP */
-	if (len < off + 16 || be32(f + off) != PGH_MAGIC)
-		return -1;
-	return (int)off;
+	if (len < off + sizeof(*h))
+		return false;
+	memcpy(h, f + off, sizeof(*h));
+	return ntohl(h->magic) == USKB_PKTGEN_MAGIC;
 }
 
 static struct stream *find_stream(struct uskb_pktgen_rx *rx, const uint8_t key[22])
@@ -207,13 +199,13 @@ static uint64_t lat_value(unsigned int b)
 
 bool uskb_pktgen_rx_count(struct uskb_pktgen_rx *rx, const struct uskb *skb, uint64_t now_ns)
 {
-	uint8_t f[128 + 16], key[22];
+	uint8_t f[128 + sizeof(struct pg_hdr)], key[22];
 	unsigned int len = skb->len < sizeof(f) ? skb->len : (unsigned int)sizeof(f);
 	struct stream *s;
+	struct pg_hdr h;
 	uint64_t sent, arrived;
-	int off;
 
-	if (uskb_copy_bits(skb, 0, f, (int)len) || (off = find_pgh(f, len, key)) < 0) {
+	if (uskb_copy_bits(skb, 0, f, (int)len) || !find_pgh(f, len, key, &h)) {
 		rx->st.other++;
 		return false;
 	}
@@ -221,8 +213,8 @@ bool uskb_pktgen_rx_count(struct uskb_pktgen_rx *rx, const struct uskb *skb, uin
 	rx->st.bytes += skb->len;
 	s = find_stream(rx, key);
 	if (s)
-		track(rx, s, be32(f + off + 4));
-	sent = (uint64_t)be32(f + off + 8) * 1000000000ull + (uint64_t)be32(f + off + 12) * 1000ull;
+		track(rx, s, ntohl(h.seq));
+	sent = (uint64_t)ntohl(h.tv_sec) * 1000000000ull + (uint64_t)ntohl(h.tv_usec) * 1000ull;
 	if (sent) {
 		uint64_t l;
 

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The header state of a device from packet to packet (mod_cur_headers):
+ * flows, MAC, port, address and size ranges stepped in order or at random,
+ * queue choice, and the packet built from them (fill_packet).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg.h"
+
+/* pktgen_setup_inject(): the headers of a run's first packet */
+void __uskb_pg_setup_inject(struct pg_dev *d)
+{
+	unsigned int ntxq = d->nd->dev->nqueues;
+
+	if (ntxq <= d->p.queue_map_min)
+		d->p.queue_map_min = (ntxq ? ntxq : 1) - 1;
+	if (d->p.queue_map_max >= ntxq)
+		d->p.queue_map_max = (ntxq ? ntxq : 1) - 1;
+	memcpy(d->hh + 6, pg_zero_mac(d->p.src_mac) ? d->nd->dev->mac : d->p.src_mac, 6);
+	memcpy(d->hh, d->p.dst_mac, 6);
+	if (d->p.flags & F_IPV6) {
+		if (d->p.min_pkt_size == 0)
+			d->p.min_pkt_size = 14 + 40 + 8 + 16;
+	} else {
+		if (d->p.min_pkt_size == 0)
+			d->p.min_pkt_size = 14 + 20 + 8 + 16;
+		/* no address on our devices: an unset source stays 0.0.0.0 */
+		d->p.src_min.addr = d->p.src_min.str[0] ? d->p.src_min.addr : 0;
+		d->p.src_max.addr = d->p.src_min.str[0] ? d->p.src_max.addr : 0;
+	}
+	d->p.cur_pkt_size = d->p.min_pkt_size;
+	if (d->p.min_pkt_size > d->p.max_pkt_size)
+		d->p.max_pkt_size = d->p.min_pkt_size;
+	d->p.cur_dst_mac_offset = d->p.cur_src_mac_offset = 0;
+	d->p.cur_saddr = d->p.src_min.addr;
+	d->p.cur_daddr = d->p.dst_min.addr;
+	d->p.cur_udp_dst = d->p.udp_dst_min;
+	d->p.cur_udp_src = d->p.udp_src_min;
+	d->nflows = 0;
+}
+
+static uint32_t prandom(struct pg_dev *d)
+{
+	/* xorshift64* */
+	uint64_t x = d->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	d->rng = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static bool ip4_special(uint32_t a /* host order */)
+{
+	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
+}
+
+static void bump_mac(uint8_t *hh, const uint8_t *base, uint32_t mc)
+{
+	/* add mc to the low four bytes of the address, carrying upward */
+	uint32_t tmp = base[5] + (mc & 0xff);
+
+	hh[5] = (uint8_t)tmp;
+	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
+	hh[4] = (uint8_t)tmp;
+	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
+	hh[3] = (uint8_t)tmp;
+	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
+	hh[2] = (uint8_t)tmp;
+	tmp = base[1] + (tmp >> 8);
+	hh[1] = (uint8_t)tmp;
+}
+
+/* src/dst_mac_count: the next (or a random) address of the range into @hh */
+static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_t rnd_flag,
+		     uint8_t *hh, const uint8_t *base)
+{
+	uint32_t mc;
+
+	if (count <= 1)
+		return;
+	if (d->p.flags & rnd_flag) {
+		mc = prandom(d) % count;
+	} else {
+		mc = (*offset)++;
+		if (*offset >= count)
+			*offset = 0;
+	}
+	bump_mac(hh, base, mc);
+}
+
+/* udp_src/dst ranges: max exclusive, sequential or random */
+static void port_step(struct pg_dev *d, uint16_t min, uint16_t max, uint16_t *cur, uint32_t rnd_flag)
+{
+	if (min >= max)
+		return;
+	if (d->p.flags & rnd_flag)
+		*cur = (uint16_t)(prandom(d) % (unsigned int)(max - min) + min);
+	else if (++*cur >= max)
+		*cur = min;
+}
+
+static unsigned int f_pick(struct pg_dev *d)
+{
+	unsigned int flow = d->curfl;
+
+	if (d->p.flags & F_FLOW_SEQ) {
+		if (d->flows[flow].count >= d->p.lflow) {
+			d->flows[flow].count = 0;
+			d->flows[flow].init = false;
+			d->curfl++;
+			if (d->curfl >= d->p.cflows)
+				d->curfl = 0;
+		}
+	} else {
+		flow = prandom(d) % d->p.cflows;
+		d->curfl = flow;
+		if (d->flows[flow].count > d->p.lflow) {
+			d->flows[flow].count = 0;
+			d->flows[flow].init = false;
+		}
+	}
+	return d->curfl;
+}
+
+static void mod_cur_headers(struct pg_dev *d)
+{
+	unsigned int flow = 0;
+	uint32_t imn, imx;
+
+	if (d->p.cflows)
+		flow = f_pick(d);
+	mac_step(d, d->p.src_mac_count, &d->p.cur_src_mac_offset, F_MACSRC_RND, d->hh + 6, d->p.src_mac);
+	mac_step(d, d->p.dst_mac_count, &d->p.cur_dst_mac_offset, F_MACDST_RND, d->hh, d->p.dst_mac);
+	if (d->p.flags & F_MPLS_RND)
+		for (unsigned int i = 0; i < d->p.nr_labels; i++)
+			if (d->p.labels[i] & 0x100)
+				d->p.labels[i] = 0x100 | (prandom(d) & 0x000fffff);
+	if ((d->p.flags & F_VID_RND) && d->p.vlan_id != USKB_PKTGEN_NO_VLAN)
+		d->p.vlan_id = prandom(d) & 4095;
+	if ((d->p.flags & F_SVID_RND) && d->p.svlan_id != USKB_PKTGEN_NO_VLAN)
+		d->p.svlan_id = prandom(d) & 4095;
+	port_step(d, d->p.udp_src_min, d->p.udp_src_max, &d->p.cur_udp_src, F_UDPSRC_RND);
+	port_step(d, d->p.udp_dst_min, d->p.udp_dst_max, &d->p.cur_udp_dst, F_UDPDST_RND);
+	if (!(d->p.flags & F_IPV6)) {
+		imn = ntohl(d->p.src_min.addr);
+		imx = ntohl(d->p.src_max.addr);
+		if (imn < imx) {
+			uint32_t t;
+
+			if (d->p.flags & F_IPSRC_RND) {
+				t = prandom(d) % (imx - imn) + imn;
+			} else {
+				t = ntohl(d->p.cur_saddr) + 1;
+				if (t > imx || t < imn)
+					t = imn;
+			}
+			d->p.cur_saddr = htonl(t);
+		}
+		if (d->p.cflows && d->flows[flow].init) {
+			d->p.cur_daddr = d->flows[flow].cur_daddr;
+		} else {
+			imn = ntohl(d->p.dst_min.addr);
+			imx = ntohl(d->p.dst_max.addr);
+			if (imn < imx) {
+				uint32_t t;
+
+				if (d->p.flags & F_IPDST_RND) {
+					int tries = 0;
+
+					do
+						t = prandom(d) % (imx - imn) + imn;
+					while (ip4_special(t) && ++tries < 1000);
+				} else {
+					t = ntohl(d->p.cur_daddr) + 1;
+					if (t > imx || t < imn)
+						t = imn;
+				}
+				d->p.cur_daddr = htonl(t);
+			}
+			if (d->p.cflows) {
+				d->flows[flow].init = true;
+				d->flows[flow].cur_daddr = d->p.cur_daddr;
+				d->nflows++;
+			}
+		}
+	} else if (!IN6_IS_ADDR_UNSPECIFIED(&d->p.min_in6_daddr)) {
+		/* only random IPv6 destinations, as the kernel: (rand | min) & max */
+		for (int i = 0; i < 4; i++) {
+			uint32_t r = prandom(d), mn, mx;
+
+			memcpy(&mn, d->p.min_in6_daddr.s6_addr + 4 * i, 4);
+			memcpy(&mx, d->p.max_in6_daddr.s6_addr + 4 * i, 4);
+			r = (r | mn) & mx;
+			memcpy(d->p.cur_in6_daddr.s6_addr + 4 * i, &r, 4);
+		}
+	}
+	if (d->p.min_pkt_size < d->p.max_pkt_size) {
+		unsigned int t;
+
+		if (d->p.flags & F_TXSIZE_RND) {
+			t = prandom(d) % (d->p.max_pkt_size - d->p.min_pkt_size) + d->p.min_pkt_size;
+		} else {
+			t = d->p.cur_pkt_size + 1;
+			if (t > d->p.max_pkt_size)
+				t = d->p.min_pkt_size;
+		}
+		d->p.cur_pkt_size = t;
+	}
+	if (d->p.n_imix) {
+		d->cur_imix = d->p.imix_dist[prandom(d) % IMIX_PRECISION];
+		d->p.cur_pkt_size = (unsigned int)d->p.imix[d->cur_imix].size;
+	}
+	/* set_cur_queue_map() */
+	if (d->p.flags & F_QUEUE_MAP_CPU) {
+		d->cur_queue_map = (unsigned int)d->t->cpu;
+	} else if (d->p.queue_map_min <= d->p.queue_map_max) {
+		unsigned int t;
+
+		if (d->p.flags & F_QUEUE_MAP_RND) {
+			t = prandom(d) % (d->p.queue_map_max - d->p.queue_map_min + 1) + d->p.queue_map_min;
+		} else {
+			t = d->cur_queue_map + 1;
+			if (t > d->p.queue_map_max)
+				t = d->p.queue_map_min;
+		}
+		d->cur_queue_map = t;
+	}
+	d->cur_queue_map %= d->nd->dev->nqueues;
+	d->flows[flow].count++;
+}
+
+struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
+{
+	struct uskb_pktgen_pkt *p = &d->pkt;
+	struct uskb *skb;
+
+	mod_cur_headers(d);
+	p->pkt_size = d->p.cur_pkt_size;
+	p->nfrags = d->p.nfrags;
+	p->ipv6 = d->p.flags & F_IPV6;
+	p->udpcsum = d->p.flags & F_UDPCSUM;
+	memcpy(p->dst_mac, d->hh, 6);
+	memcpy(p->src_mac, d->hh + 6, 6);
+	p->saddr = d->p.cur_saddr;
+	p->daddr = d->p.cur_daddr;
+	memcpy(p->saddr6, &d->p.cur_in6_saddr, 16);
+	memcpy(p->daddr6, &d->p.cur_in6_daddr, 16);
+	p->udp_src = d->p.cur_udp_src;
+	p->udp_dst = d->p.cur_udp_dst;
+	p->tos = p->ipv6 ? d->p.traffic_class : d->p.tos;
+	memcpy(p->labels, d->p.labels, sizeof(p->labels));
+	p->nr_labels = (int)d->p.nr_labels;
+	p->vlan_id = d->p.vlan_id;
+	p->vlan_p = d->p.vlan_p;
+	p->vlan_cfi = d->p.vlan_cfi;
+	p->svlan_id = d->p.svlan_id;
+	p->svlan_p = d->p.svlan_p;
+	p->svlan_cfi = d->p.svlan_cfi;
+	p->ip_id = d->ip_id;
+	p->seq_num = d->seq_num;
+	if (d->p.flags & F_NO_TIMESTAMP) {
+		p->tv_sec = p->tv_usec = 0;
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		p->tv_sec = (uint32_t)ts.tv_sec;
+		p->tv_usec = (uint32_t)(ts.tv_nsec / 1000);
+	}
+	skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
+	if (!skb) {
+		pthread_mutex_lock(&d->t->pg->lock);
+		snprintf(d->result, RESULT_SZ, "No memory");
+		pthread_mutex_unlock(&d->t->pg->lock);
+		return NULL;
+	}
+	if (!p->ipv6)
+		d->ip_id++;
+	skb->queue_mapping = (uint16_t)d->cur_queue_map;
+	skb->priority = d->p.skb_priority;
+	return skb;
+}

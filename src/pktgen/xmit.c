@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running: the kpktgend_N threads, each sending for the device whose next
+ * transmit is earliest (pktgen_xmit), the pacing between transmits, the
+ * per-queue transmit lock of a shared device, and starting and stopping
+ * devices.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "pg.h"
+
+/* pktgen_clear_counters() */
+void __uskb_pg_clear_counters(struct pg_dev *d)
+{
+	d->seq_num = 1;
+	d->idle_acc = 0;
+	d->sofar = 0;
+	d->tx_bytes = 0;
+	d->errors = 0;
+}
+
+/* Set a device up for a run; a failure is its result, and it does not run. */
+static void dev_start(struct pg_dev *d)
+{
+	uint64_t t;
+
+	__uskb_pg_setup_inject(d);
+	d->sent_queue = -1;
+	free(d->flows);
+	d->flows = calloc(d->p.cflows ? d->p.cflows : 1, sizeof(*d->flows));
+	if (!d->flows) {
+		snprintf(d->result, RESULT_SZ, "Error starting");
+		return;
+	}
+	d->curfl = 0;
+	for (unsigned int i = 0; i < d->p.n_imix; i++)
+		d->p.imix[i].count_so_far = 0;
+	__uskb_pg_clear_counters(d);
+	if (d->skb) {
+		uskb_free(d->skb);
+		d->skb = NULL;
+	}
+	d->last_nfrags = -1;
+	d->zero = d->p.node >= 0 && (d->p.flags & F_NODE) ? uskb_zero_page_node(d->p.node) : uskb_zero_page();
+	t = uskb_mono_ns();
+	atomic_store(&d->started_at, t);
+	d->next_tx = t;
+	snprintf(d->result, RESULT_SZ, "Starting");
+	atomic_store(&d->running, true);
+}
+
+int __uskb_pg_locks_init(struct pg_netdev *nd)
+{
+	nd->txlock = calloc(nd->dev->nqueues, sizeof(*nd->txlock));
+	if (!nd->txlock)
+		return -ENOMEM;
+	for (unsigned int q = 0; q < nd->dev->nqueues; q++)
+		pthread_mutex_init(&nd->txlock[q], NULL);
+	return 0;
+}
+
+void __uskb_pg_locks_free(struct pg_netdev *nd)
+{
+	for (unsigned int q = 0; nd->txlock && q < nd->dev->nqueues; q++)
+		pthread_mutex_destroy(&nd->txlock[q]);
+	free(nd->txlock);
+}
+
+/*
+ * HARD_TX_LOCK: a lock per queue, and only a device shared by several
+ * names needs it (threads on different queues do not wait for each other).
+ */
+static void tx_lock(struct pg_netdev *nd, unsigned int queue)
+{
+	if (nd->users > 1)
+		pthread_mutex_lock(&nd->txlock[queue]);
+}
+
+static void tx_unlock(struct pg_netdev *nd, unsigned int queue)
+{
+	if (nd->users > 1)
+		pthread_mutex_unlock(&nd->txlock[queue]);
+}
+
+static void dev_flush(struct pg_dev *d)
+{
+	unsigned int q = (unsigned int)d->sent_queue;
+
+	if (!d->nd->dev->ops->flush || d->sent_queue < 0)
+		return;
+	tx_lock(d->nd, q);
+	uskb_dev_flush(d->nd->dev, q);
+	tx_unlock(d->nd, q);
+}
+
+/* pktgen_stop_device() */
+static void dev_stop(struct pg_dev *d)
+{
+	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
+	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : -1;
+
+	if (!atomic_load(&d->running))
+		return;
+	dev_flush(d);
+	if (d->skb) {
+		uskb_free(d->skb);
+		d->skb = NULL;
+	}
+	d->last_nfrags = nr_frags;
+	atomic_store(&d->stopped_at, stopped);
+	pthread_mutex_lock(&d->t->pg->lock);
+	__uskb_pg_show_results(d, stopped - started, uskb_count_read(&d->idle_acc),
+			       uskb_count_read(&d->sofar), nr_frags);
+	atomic_store(&d->running, false);
+	pthread_mutex_unlock(&d->t->pg->lock);
+}
+
+static bool stopping(const struct pg_dev *d)
+{
+	return atomic_load_explicit(&d->t->pg->stop, memory_order_relaxed);
+}
+
+/*
+ * spin(): wait for @until, sleeping (in slices of at most 10 ms, so that a
+ * stop is seen) while more than 100 us remain, then spinning.
+ */
+static void spin(struct pg_dev *d, uint64_t until)
+{
+	uint64_t start = uskb_mono_ns(), t = start;
+
+	if (until > start) {
+		while (until - t >= 100000 && !stopping(d)) {
+			uint64_t wake = until - 50000; /* sleep most of it, spin the last 50 us */
+			struct timespec ts;
+
+			if (wake - t > 10000000)
+				wake = t + 10000000;
+			ts.tv_sec = (time_t)(wake / 1000000000u);
+			ts.tv_nsec = (long)(wake % 1000000000u);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			t = uskb_mono_ns();
+		}
+		while ((t = uskb_mono_ns()) < until && !stopping(d))
+			;
+		uskb_count_add(&d->idle_acc, t - start);
+	}
+	d->next_tx = uskb_add_sat(until, d->p.delay);
+}
+
+static struct pg_dev *next_to_run(struct pg_thread *t);
+
+static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
+{
+	struct pg_netdev *nd = d->nd;
+	unsigned int burst = d->p.burst, ok = 0, errs = 0, busy = 0;
+	uint64_t sofar = uskb_count_read(&d->sofar);
+	int n;
+
+	if (d->p.delay == UINT64_MAX) {
+		/* "never transmit": out of next_to_run's way, as the kernel's now + ULONG_MAX */
+		struct timespec ts = { 0, 10000000 };
+
+		d->next_tx = UINT64_MAX;
+		if (next_to_run(t) == d) /* nothing else to do on this thread */
+			nanosleep(&ts, NULL);
+		return;
+	}
+	if (!d->skb || (d->p.last_ok && ++d->clone_count >= d->p.clone_skb)) {
+		if (d->skb)
+			uskb_free(d->skb);
+		d->skb = __uskb_pg_fill_packet(d);
+		if (!d->skb) {
+			d->clone_count--;
+			sched_yield();
+			return;
+		}
+		d->last_pkt_size = d->skb->len;
+		d->clone_count = 0;
+	}
+	if (d->p.delay && d->p.last_ok) {
+		if (d->next_tx > uskb_mono_ns())
+			dev_flush(d); /* nothing may wait in the device while we do */
+		spin(d, d->next_tx);
+		if (stopping(d))
+			return;
+	}
+	/* no overshoot: a burst never sends past count (the kernel's may) */
+	if (d->p.count && burst > d->p.count - sofar)
+		burst = (unsigned int)(d->p.count - sofar);
+	if (burst > MAX_BURST)
+		burst = MAX_BURST;
+	n = (int)burst;
+	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
+	for (int i = 0; i < n; i++)
+		t->vec[i] = d->skb;
+	/* moving to another queue: what waits in the last one goes first */
+	if (d->sent_queue != (int)d->cur_queue_map)
+		dev_flush(d);
+	d->sent_queue = (int)d->cur_queue_map;
+	tx_lock(nd, d->cur_queue_map);
+	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
+	tx_unlock(nd, d->cur_queue_map);
+	for (int i = 0; i < n; i++) {
+		switch (t->res[i]) {
+		case USKB_XMIT_OK:
+			ok++;
+			break;
+		case USKB_XMIT_DROP:
+			errs++;
+			break;
+		default: /* busy: the reference is still ours; retry later */
+			uskb_free(d->skb);
+			busy++;
+			break;
+		}
+	}
+	/* as the kernel: a busy device gets the same skb again, without delay */
+	if (busy) {
+		d->p.last_ok = false;
+		dev_flush(d);
+	}
+	else if (ok)
+		d->p.last_ok = true;
+	if (ok) {
+		d->seq_num += ok;
+		if (d->p.n_imix)
+			d->p.imix[d->cur_imix].count_so_far += ok;
+		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
+		uskb_count_add(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
+	}
+	if (errs)
+		uskb_count_add(&d->errors, errs);
+	if (d->p.count && sofar + ok >= d->p.count) {
+		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
+		uint64_t w = uskb_mono_ns();
+
+		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 && !stopping(d))
+			sched_yield();
+		uskb_count_add(&d->idle_acc, uskb_mono_ns() - w);
+		dev_stop(d);
+	}
+}
+
+static struct pg_dev *next_to_run(struct pg_thread *t)
+{
+	struct pg_dev *best = NULL;
+
+	for (struct pg_dev *d = t->devs; d; d = d->next)
+		if (atomic_load_explicit(&d->running, memory_order_relaxed) &&
+		    (!best || d->next_tx < best->next_tx))
+			best = d;
+	return best;
+}
+
+static void *thread_worker(void *arg)
+{
+	struct pg_thread *t = arg;
+	struct uskb_pktgen *pg = t->pg;
+
+	if (pg->pin) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+	}
+	for (;;) {
+		struct pg_dev *d;
+
+		if (atomic_load_explicit(&pg->stop, memory_order_relaxed)) {
+			for (d = t->devs; d; d = d->next)
+				dev_stop(d);
+			break;
+		}
+		d = next_to_run(t);
+		if (!d)
+			break;
+		pg_xmit(t, d);
+	}
+	uskb_thread_flush(); /* hand this thread's cached skbs and pages back */
+	return NULL;
+}
+
+int __uskb_pg_run(struct uskb_pktgen *pg)
+{
+	bool started[pg->nthreads];
+	int i;
+
+	atomic_store(&pg->running, true);
+	for (i = 0; i < pg->nthreads; i++) {
+		struct pg_thread *t = &pg->threads[i];
+
+		started[i] = false;
+		for (struct pg_dev *d = t->devs; d; d = d->next)
+			dev_start(d);
+		if (t->devs && pthread_create(&t->th, NULL, thread_worker, t) == 0)
+			started[i] = true;
+		else
+			for (struct pg_dev *d = t->devs; d; d = d->next)
+				if (atomic_load(&d->running)) {
+					atomic_store(&d->running, false);
+					snprintf(d->result, RESULT_SZ, "Error starting");
+				}
+	}
+	/* writes meanwhile see running and answer EBUSY; stop needs no lock */
+	pthread_mutex_unlock(&pg->lock);
+	for (i = 0; i < pg->nthreads; i++)
+		if (started[i])
+			pthread_join(pg->threads[i].th, NULL);
+	pthread_mutex_lock(&pg->lock);
+	atomic_store(&pg->running, false);
+	atomic_store(&pg->stop, false); /* a stop asked before start ended this run */
+	return 0;
+}

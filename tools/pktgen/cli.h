@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_TOOLS_PKTGEN_CLI_H
+#define USKB_TOOLS_PKTGEN_CLI_H
+
+/*
+ * uskb-pktgen, the command line tool: what its files share. main.c runs
+ * the modes, options.c reads the options of the kernel's parameters.sh
+ * and turns them into device commands, script.c writes commands (one by
+ * one or from a --script file), report.c runs and reports, rx.c is --rx,
+ * veth.c is --veth.
+ */
+
+#include <signal.h>
+#include <stdio.h>
+#include <uskb/uskb.h>
+#include <uskb/dev.h>
+#include <uskb/pktgen.h>
+
+#include "lib/compiler.h"
+
+#ifndef USKB_VERSION_STRING
+#error "build with -DUSKB_VERSION_STRING=\"x.y.z\" (the Makefile's VERSION)"
+#endif
+
+/* the state of the run */
+struct cli {
+	struct uskb_pktgen *pg;
+	int verbose, quiet, json, dry_run;
+	bool hush; /* dry run: only the last command's reply is shown */
+	double duration;
+};
+extern struct cli cli;
+extern volatile sig_atomic_t cli_interrupted;
+
+/* the options */
+struct options {
+	const char *dev, *dst, *dst_mac, *port, *imix, *script, *range_of, *rx_dev;
+	unsigned long size, threads, first, clone, burst, frags;
+	unsigned long long count, delay;
+	bool count_set, ip6, csum, debug, have_frags, use_veth;
+	double rate, ratep;
+	struct uskb_pktgen_opts po;
+	char **cmds; /* the raw device commands after the options */
+	int ncmds;
+};
+
+/* options.c */
+void cli_parse(int argc, char **argv, struct options *o);
+void cli_check(const struct options *o);
+void cli_check_device(struct options *o);
+int cli_print_range(const struct options *o);
+void cli_setup_devices(const struct options *o);
+void die_usage(const char *fmt, const char *arg) __attribute__((noreturn));
+
+/* script.c */
+void proc_cmd(const char *file, const char *cmd);
+void proc_cmdf(const char *file, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int run_script(const char *path);
+
+/* report.c */
+void cli_catch_signals(void);
+void start_run(void);
+void json_str(const char *s);
+
+/* rx.c */
+int cli_rx(const struct options *o);
+
+/* veth.c: make the pair, enter its first end, and point the options at it */
+void veth_use(struct options *o);
+/* say what the peer received */
+void veth_report(void);
+
+#endif

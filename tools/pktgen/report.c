@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running and reporting: Ctrl-C, the progress line, the duration, the
+ * result of every device as the kernel's files show it or as JSON.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	if (cli_interrupted) {
+		signal(SIGINT, SIG_DFL);
+		raise(SIGINT);
+	}
+	cli_interrupted = 1;
+	if (cli.pg)
+		uskb_pktgen_stop(cli.pg);
+}
+
+void cli_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+struct progress {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void *progress_main(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec start, next;
+	uint64_t last_sent = 0, last_bytes = 0;
+	bool tty = isatty(2);
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	next = start;
+	pthread_mutex_lock(&p->mu);
+	for (int tick = 1; !p->done; tick++) {
+		struct uskb_pktgen_stats st;
+		uint64_t sent = 0, bytes = 0, errors = 0;
+		struct timespec now;
+		double t;
+
+		struct timespec wake;
+
+		next.tv_sec++;
+		wake = next;
+		if (cli.duration > 0 && cli.duration < (double)(next.tv_sec - start.tv_sec)) {
+			/* the deadline falls before this tick: wake for it */
+			double end = (double)start.tv_sec + (double)start.tv_nsec / 1e9 + cli.duration;
+
+			wake.tv_sec = (time_t)end;
+			wake.tv_nsec = (long)((end - (double)wake.tv_sec) * 1e9);
+		}
+		while (!p->done && pthread_cond_timedwait(&p->cv, &p->mu, &wake) != ETIMEDOUT)
+			;
+		if (p->done)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		t = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
+		if (cli.duration > 0 && t >= cli.duration) {
+			uskb_pktgen_stop(cli.pg);
+			break;
+		}
+		for (int i = 0; uskb_pktgen_dev_stats(cli.pg, i, NULL, 0, &st) == 0; i++) {
+			sent += st.sofar;
+			bytes += st.tx_bytes;
+			errors += st.errors;
+		}
+		if (!cli.quiet)
+			fprintf(stderr, "%s%6.1fs %12" PRIu64 " pps %8" PRIu64 " Mb/s  errors %" PRIu64
+					"  sent %" PRIu64 "%s",
+				tty ? "\r" : "", t, sent - last_sent, (bytes - last_bytes) * 8 / 1000000,
+				errors, sent, tty ? "\033[K" : "\n");
+		last_sent = sent;
+		last_bytes = bytes;
+		(void)tick;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (!cli.quiet && tty && last_sent)
+		fputc('\n', stderr);
+	return NULL;
+}
+
+void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			printf("\\n");
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", *s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+/* the device files, or with --json one object per device */
+static void report(void)
+{
+	char name[256], *buf = malloc(65536);
+	struct uskb_pktgen_stats st;
+
+	if (!buf)
+		return;
+	for (int i = 0; uskb_pktgen_dev_stats(cli.pg, i, name, sizeof(name), &st) == 0; i++) {
+		const char *res = uskb_pktgen_result(cli.pg, name);
+		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
+				   errs = 0;
+		unsigned int size = 0;
+		int frags = 0;
+
+		if (!cli.json) {
+			uskb_pktgen_read(cli.pg, name, buf, 65536);
+			printf("%s%s", i ? "\n" : "", buf);
+			continue;
+		}
+		/* the figures of the result line itself */
+		if (!res || sscanf(res, "OK: %llu(c%llu+d%llu) usec, %llu (%ubyte,%dfrags)\n  %llupps "
+					"%lluMb/sec (%llubps) errors: %llu",
+				   &us, &busy, &idle, &sofar, &size, &frags, &pps, &mb, &bps, &errs) != 10) {
+			printf("{\"device\": ");
+			json_str(name);
+			printf(", \"ok\": false, \"result\": ");
+			json_str(res ? res : "");
+			printf("}\n");
+			continue;
+		}
+		printf("{\"device\": ");
+		json_str(name);
+		printf(", \"ok\": true, \"usec\": %llu, \"busy_usec\": %llu, \"idle_usec\": %llu, "
+		       "\"packets\": %llu, \"pkt_size\": %u, \"frags\": %d, \"pps\": %llu, "
+		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"tx_bytes\": %" PRIu64
+		       ", \"result\": ",
+		       us, busy, idle, sofar, size, frags, pps, mb, bps, errs, st.tx_bytes);
+		json_str(res);
+		printf("}\n");
+	}
+	fflush(stdout);
+	free(buf);
+}
+
+/* pgctrl start, with a progress line per second, then the report */
+void start_run(void)
+{
+	struct progress p = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	pthread_condattr_t ca;
+	bool prog;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p.cv, &ca);
+	prog = pthread_create(&p.th, NULL, progress_main, &p) == 0;
+	proc_cmd("pgctrl", "start");
+	if (prog) {
+		pthread_mutex_lock(&p.mu);
+		p.done = true;
+		pthread_cond_signal(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+		pthread_join(p.th, NULL);
+	}
+	if (cli_interrupted)
+		fprintf(stderr, "uskb-pktgen: interrupted, stopped\n");
+	report();
+}

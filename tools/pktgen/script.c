@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Commands to the engine: one at a time as functions.sh's proc_cmd writes
+ * them, or the pg_ctrl / pg_thread N / pg_set DEV lines of a --script file.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* proc_cmd() of functions.sh: write, then complain unless the reply is OK */
+void proc_cmd(const char *file, const char *cmd)
+{
+	int err = uskb_pktgen_write(cli.pg, file, cmd);
+	const char *res = uskb_pktgen_result(cli.pg, file);
+
+	if (cli.verbose)
+		fprintf(stderr, "cmd: %s > %s%s%s\n", cmd, file, res ? "\n  Result: " : "",
+			res ? res : "");
+	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !cli.verbose && !cli.hush)
+		fprintf(stderr, "Result: %s\n", res);
+	if (err) {
+		if (!strncmp(cmd, "add_device", 10) && err != -EBUSY)
+			fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
+		fprintf(stderr, "ERROR: Write error(%d: %s) occurred cmd: \"%s > %s\"\n", -err,
+			strerror(-err), cmd, file);
+		uskb_pktgen_free(cli.pg);
+		exit(5);
+	}
+}
+
+void proc_cmdf(const char *file, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	proc_cmd(file, buf);
+}
+
+static char *unquote(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = 0;
+	if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0]) {
+		s[n - 1] = 0;
+		s++;
+	}
+	return s;
+}
+
+int run_script(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char line[1024];
+	int lineno = 0, nlines = 0;
+	bool ran = false;
+
+	if (!f) {
+		fprintf(stderr, "uskb-pktgen: cannot open %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	if (cli.dry_run && f != stdin) {
+		while (fgets(line, sizeof(line), f))
+			nlines++;
+		rewind(f);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *s = line, *word, *rest;
+
+		lineno++;
+		cli.hush = cli.dry_run && lineno < nlines;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#' || *s == '\n')
+			continue;
+		word = strsep(&s, " \t\n");
+		rest = s ? s : (char *)"";
+		if (!strcmp(word, "pg_ctrl")) {
+			rest = unquote(rest);
+			if (!strcmp(rest, "start")) {
+				if (!cli.dry_run)
+					start_run();
+				ran = true;
+			} else {
+				proc_cmd("pgctrl", rest);
+			}
+		} else if (!strcmp(word, "pg_thread") || !strcmp(word, "pg_set")) {
+			char file[300], *arg;
+
+			while (*rest == ' ' || *rest == '\t')
+				rest++;
+			arg = strsep(&rest, " \t\n");
+			if (!arg || !*arg || !rest) {
+				fprintf(stderr, "uskb-pktgen: %s:%d: %s needs a %s and a command\n", path,
+					lineno, word, word[3] == 't' ? "thread number" : "device");
+				return 1;
+			}
+			if (word[3] == 't')
+				snprintf(file, sizeof(file), "kpktgend_%s", arg);
+			else
+				snprintf(file, sizeof(file), "%s", unquote(arg));
+			{
+				/* pg_thread 0 "add_device" v0: the words make one command */
+				char cmd[1024] = "";
+				char *tok;
+
+				while ((tok = strsep(&rest, " \t\n"))) {
+					if (!*tok)
+						continue;
+					if (cmd[0])
+						strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+					strncat(cmd, tok, sizeof(cmd) - strlen(cmd) - 1);
+				}
+				proc_cmd(file, unquote(cmd));
+			}
+		} else {
+			fprintf(stderr,
+				"uskb-pktgen: %s:%d: unknown line \"%s\": use pg_ctrl, pg_thread N or pg_set DEV\n",
+				path, lineno, word);
+			return 1;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!ran && !cli.dry_run)
+		fprintf(stderr, "uskb-pktgen: %s has no \"pg_ctrl start\": nothing was sent\n", path);
+	return 0;
+}
