@@ -21,15 +21,21 @@ struct uskb_objchunk {
 
 #define CHUNK_HDR sizeof(struct uskb_objchunk)
 
+/*
+ * The order is a plain stack's: a chunk sits below the objects its array
+ * holds, so v[n - 1] of a push is the top, and a pop of k fills v[k - 1]
+ * with the top.
+ */
 void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
+	size_t i;
 
 	pthread_mutex_lock(&st->lock);
 	st->n += n;
 	c = st->top;
-	while (n) {
-		void *o = v[--n];
+	for (i = 0; i < n; i++) {
+		void *o = v[i];
 
 		if (c && c->n < st->cap) {
 			c->obj[c->n++] = o;
@@ -48,26 +54,28 @@ void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
-	size_t got = 0;
+	size_t left = n; /* v[0 .. left - 1] still to fill, from the top down */
 
 	pthread_mutex_lock(&st->lock);
-	while (got < n && (c = st->top)) {
+	while (left && (c = st->top)) {
 		if (c->n) {
-			size_t k = c->n < n - got ? c->n : n - got;
+			size_t k = c->n < left ? c->n : left;
 
 			c->n -= k;
-			memcpy(v + got, c->obj + c->n, k * sizeof(void *));
-			got += k;
+			left -= k;
+			memcpy(v + left, c->obj + c->n, k * sizeof(void *));
 			continue;
 		}
 		/* an empty chunk is an object like the others */
 		st->top = c->next;
 		uskb_mem_cached(c, CHUNK_HDR + st->cap * sizeof(void *));
-		v[got++] = c;
+		v[--left] = c;
 	}
-	st->n -= got;
+	st->n -= n - left;
 	pthread_mutex_unlock(&st->lock);
-	return got;
+	if (left) /* the stack ran out: what came sits at the end */
+		memmove(v, v + left, (n - left) * sizeof(void *));
+	return n - left;
 }
 
 /* ---- shells ---- */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "skb/priv.h"
+#include "skb/release.h"
 
 /*
  * A deferred skb is dead to its last user: poison all but the link, which
@@ -90,7 +90,7 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 		next = skb->ll_next;
 		uskb_mem_handed_out((char *)skb + sizeof(skb->ll_next),
 				    sizeof(*skb) - sizeof(skb->ll_next));
-		__uskb_free_local(t, skb);
+		free_local(t, skb);
 	}
 	/*
 	 * Count down what we took (the kernel zeroes the count): pushers count
@@ -109,7 +109,7 @@ void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)
 		return;
 	for (skb = b->first; skb; skb = next) {
 		next = skb->ll_next;
-		__uskb_free_local(t, skb);
+		free_local(t, skb);
 	}
 	uskb_count_add(&t->c[USKB_TC_DIRECT], b->n);
 }

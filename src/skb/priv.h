@@ -208,7 +208,8 @@ static inline void *uskb_kbuf_alloc(struct uskb_tls *t, unsigned int *size, int 
 USKB_HIDDEN void *__uskb_frag_head(struct uskb_tls *t, unsigned int size);
 
 /* Free a head; @cls is skb->__kbuf_class (1 + size class, 0: page_frag or block). */
-static inline void uskb_kbuf_free(struct uskb_tls *t, unsigned char *head, unsigned int cls)
+static inline __attribute__((always_inline)) void uskb_kbuf_free(struct uskb_tls *t,
+							   unsigned char *head, unsigned int cls)
 {
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
 	/* likely: kbufs of a class; page_frag and block heads drop a page ref */
@@ -235,8 +236,6 @@ struct uskb_fclones {
 
 /* skb_release_data() on this thread's caches */
 USKB_HIDDEN void __uskb_release_data(struct uskb_tls *t, struct uskb *skb);
-/* the tail of __kfree_skb on this thread: data, then shell or fclone pair */
-USKB_HIDDEN void __uskb_free_local(struct uskb_tls *t, struct uskb *skb);
 
 /*
  * skb_zcopy(): the shared info carries a zero-copy ubuf. The skb's own hint

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_SKB_RELEASE_H
+#define USKB_SKB_RELEASE_H
+
+/*
+ * The release path of an skb, inline: free.c (uskb_free, uskb_free_bulk)
+ * and defer.c (the owner draining its deferred skbs) both run it per skb,
+ * so neither pays a call per skb.
+ */
+
+#include <stdlib.h>
+#include "skb/priv.h"
+
+/* skb_unref(): true when the caller dropped the last user reference. */
+static inline __attribute__((always_inline)) bool skb_unref(struct uskb *skb)
+{
+	/* acquire: a sole owner must see every write made by earlier users */
+	int old = atomic_load_explicit(&skb->users, memory_order_acquire);
+
+	/* likely: most skbs have one user, who may skip the atomic RMW */
+	if (uskb_likely(old == 1))
+		return true;
+	if (uskb_unlikely(old <= 0))
+		uskb_bug("free", skb, "skb %p freed with users=%d (double free?)",
+			 (void *)skb, old);
+	/* acq_rel: publish our writes; the last dropper must see everyone's */
+	return atomic_fetch_sub_explicit(&skb->users, 1, memory_order_acq_rel) == 1;
+}
+
+static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, struct uskb *skb)
+{
+	uskb_kbuf_free(t, skb->head, skb->__kbuf_class);
+}
+
+/*
+ * skb_release_data() without the head: drop this skb's data reference;
+ * on the last one release frags and frag_list and return true — the head
+ * is then the caller's to free.
+ */
+static inline __attribute__((always_inline)) bool release_data_refs(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int i;
+
+	skb->pp_recycle = 0;
+	if (skb->cloned) {
+		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
+
+		/* acq_rel: the last reference must see all others' frag writes */
+		if (atomic_fetch_sub_explicit(&shinfo->dataref, d, memory_order_acq_rel) != d)
+			return false;
+	}
+	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		for (i = 0; i < shinfo->nr_frags; i++)
+			uskb_page_put(shinfo->frags[i].page);
+	/*
+	 * unlikely: user memory in the frags. Its owner hears now, exactly
+	 * once — after the frags let go (the kernel completes first; here the
+	 * completion frees the descriptors the frags point to).
+	 */
+	if (uskb_unlikely(shinfo->flags & USKB_SKBFL_ZEROCOPY_ENABLE))
+		uskb_zcopy_clear(skb, true);
+	if (shinfo->frag_list)
+		uskb_free_list(shinfo->frag_list);
+	return true;
+}
+
+/* skb_release_head_state(). */
+static inline void release_head_state(struct uskb *skb)
+{
+	if (skb->destructor)
+		skb->destructor(skb);
+}
+
+/* kfree_skbmem(): return the shell (or the fclone pair). */
+static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t, struct uskb *skb)
+{
+	struct uskb_fclones *fc;
+
+	uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+	switch (skb->fclone) {
+	case USKB_FCLONE_UNAVAILABLE:
+		uskb_shell_put(t, skb);
+		return;
+	case USKB_FCLONE_ORIG:
+		uskb_count_add(&t->c[USKB_TC_FC_SKB_FREE], 1);
+		fc = (struct uskb_fclones *)skb;
+		/* acquire via acq_rel: the pair is freed only after both halves are done */
+		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+		if (atomic_load_explicit(&fc->fclone_ref, memory_order_acquire) == 1)
+			break;
+		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
+			break;
+		return;
+	default: /* USKB_FCLONE_CLONE */
+		uskb_count_add(&t->c[USKB_TC_FC_SKB_FREE], 1);
+		fc = (struct uskb_fclones *)((char *)skb - offsetof(struct uskb_fclones, skb2));
+		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+		uskb_mem_cached(skb, sizeof(*skb));
+		if (atomic_fetch_sub_explicit(&fc->fclone_ref, 1, memory_order_acq_rel) == 1)
+			break;
+		return;
+	}
+	uskb_count_add(&t->c[USKB_TC_FCLONE_FREE], 1);
+	uskb_mem_handed_out(fc, sizeof(*fc));
+	free(fc);
+}
+
+/* Release the data and the shell on this thread (the tail of __kfree_skb). */
+static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
+							     struct uskb *skb)
+{
+	if (uskb_likely(skb->head) && release_data_refs(skb)) {
+		unsigned int cls = skb->__kbuf_class;
+
+		/* likely: a plain skb with a class head: keep the pair for the next alloc */
+		if (uskb_likely(cls && skb->fclone == USKB_FCLONE_UNAVAILABLE &&
+				t->ready[cls - 1].n < USKB_READY_SIZE &&
+				uskb_cfg(&__uskb_cfg.cache_size))) {
+			struct uskb_ready *r = &t->ready[cls - 1];
+
+			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+			uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+			uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
+			uskb_mem_cached(skb, sizeof(*skb));
+			r->skb[r->n++] = skb;
+			return;
+		}
+		free_head(t, skb);
+	}
+	free_shell(t, skb);
+}
+
+#endif
