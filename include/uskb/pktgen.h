@@ -121,6 +121,13 @@ struct uskb_pktgen_stats {
  */
 USKB_API int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 				   struct uskb_pktgen_stats *st);
+/**
+ * Why the device under pktgen device @file last failed after its open
+ * (uskb_dev_last_error()) into @buf: the text's length (0: nothing
+ * failed), -ENOENT for no such device, -EINVAL for no room.
+ */
+USKB_API int uskb_pktgen_dev_error(struct uskb_pktgen *pg, const char *file, char *buf,
+				   size_t len);
 
 /* ---- the receiving side: counting pktgen's packets ---- */
 

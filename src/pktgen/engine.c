@@ -382,3 +382,18 @@ int uskb_pktgen_dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t name
 	pthread_mutex_unlock(&pg->lock);
 	return ret;
 }
+
+int uskb_pktgen_dev_error(struct uskb_pktgen *pg, const char *file, char *buf, size_t len)
+{
+	struct pg_dev *d;
+	int ret = -ENOENT;
+
+	if (!buf || !len)
+		return -EINVAL;
+	pthread_mutex_lock(&pg->lock);
+	d = find_dev(pg, file);
+	if (d)
+		ret = uskb_dev_last_error(d->nd->dev, buf, len);
+	pthread_mutex_unlock(&pg->lock);
+	return ret;
+}

@@ -126,6 +126,12 @@ static void report(void)
 		return;
 	for (int i = 0; uskb_pktgen_dev_stats(cli.pg, i, name, sizeof(name), &st) == 0; i++) {
 		const char *res = uskb_pktgen_result(cli.pg, name);
+		char err[256];
+		int nerr = uskb_pktgen_dev_error(cli.pg, name, err, sizeof(err));
+
+		/* a device that failed while sending says why, whatever the format */
+		if (nerr > 0)
+			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
 		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
 				   errs = 0;
 		unsigned int size = 0;
@@ -155,6 +161,10 @@ static void report(void)
 		       ", \"result\": ",
 		       us, busy, idle, sofar, size, frags, pps, mb, bps, errs, st.tx_bytes);
 		json_str(res);
+		if (nerr > 0) {
+			printf(", \"device_error\": ");
+			json_str(err);
+		}
 		printf("}\n");
 	}
 	fflush(stdout);
