@@ -120,7 +120,8 @@ USKB_API bool uskb_addr_is_page(const void *addr);
 /**
  * The shared zero page (ZERO_PAGE, pktgen's per-device zeroed page): one
  * zeroed page per NUMA node, mapped read-only, never freed. get/put count
- * normally; its base reference is never dropped.
+ * normally; its base reference is never dropped. NULL + errno only when
+ * memory for it ran out (the next call tries again).
  */
 USKB_API struct uskb_page *uskb_zero_page(void);
 USKB_API struct uskb_page *uskb_zero_page_node(int node);

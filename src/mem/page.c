@@ -238,10 +238,15 @@ struct uskb_page *uskb_zero_page_node(int node)
 	if (!p && node >= 0)
 		p = __uskb_arena_alloc(0, USKB_NO_NODE); /* the node has no memory: any will do */
 	if (!p)
-		uskb_bug("zero_page", NULL, "cannot allocate the zero page");
+		return NULL; /* errno ENOMEM; a later call tries again */
 	memset(p->addr, 0, USKB_PAGE_SIZE);
-	if (mprotect(p->addr, USKB_PAGE_SIZE, PROT_READ))
-		uskb_bug("zero_page", NULL, "mprotect failed: %s", strerror(errno));
+	if (mprotect(p->addr, USKB_PAGE_SIZE, PROT_READ)) {
+		int err = errno;
+
+		__uskb_arena_free(p);
+		errno = err;
+		return NULL;
+	}
 	p->flags = USKB_PG_ZERO | USKB_PG_READONLY;
 	pthread_mutex_lock(&mem.lock);
 	mem.in_use[0]--; /* a fixture, not a live page */

@@ -48,6 +48,10 @@ static void dev_start(struct pg_dev *d)
 	}
 	d->last_nfrags = -1;
 	d->zero = d->p.node >= 0 && (d->p.flags & F_NODE) ? uskb_zero_page_node(d->p.node) : uskb_zero_page();
+	if (!d->zero) {
+		snprintf(d->result, RESULT_SZ, "Error starting");
+		return;
+	}
 	t = uskb_mono_ns();
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
