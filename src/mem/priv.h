@@ -40,6 +40,7 @@ USKB_HIDDEN void __uskb_page_thread_flush(void);
 struct uskb_objstack {
 	pthread_mutex_t lock;
 	struct uskb_objchunk *top;
+	size_t top_n;		/* addresses the top chunk holds */
 	unsigned int cap;	/* addresses a chunk holds */
 	size_t n;		/* objects on the stack, chunks included */
 };

@@ -12,7 +12,12 @@
 #include "mem/priv.h"
 #include "uskb/skb.h"
 
-/* A free object that holds the addresses of up to st->cap other free objects. */
+/*
+ * A free object that holds the addresses of up to st->cap other free
+ * objects. The top chunk's count lives in the stack (st->top_n), so a push
+ * or pop of one object touches the stack and one line of the chunk's
+ * array; a chunk's own n is written when another chunk covers it.
+ */
 struct uskb_objchunk {
 	struct uskb_objchunk *next;
 	size_t n;
@@ -29,25 +34,29 @@ struct uskb_objchunk {
 void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
-	size_t i;
+	size_t i, cn;
 
 	pthread_mutex_lock(&st->lock);
 	st->n += n;
 	c = st->top;
+	cn = st->top_n;
 	for (i = 0; i < n; i++) {
 		void *o = v[i];
 
-		if (c && c->n < st->cap) {
-			c->obj[c->n++] = o;
+		if (c && cn < st->cap) {
+			c->obj[cn++] = o;
 			continue;
 		}
 		/* the object becomes a chunk: its header and addresses stay readable */
+		if (c)
+			c->n = cn;
 		uskb_mem_defined(o, CHUNK_HDR + st->cap * sizeof(void *));
+		((struct uskb_objchunk *)o)->next = c;
 		c = o;
-		c->next = st->top;
-		c->n = 0;
-		st->top = c;
+		cn = 0;
 	}
+	st->top = c;
+	st->top_n = cn;
 	pthread_mutex_unlock(&st->lock);
 }
 
@@ -55,22 +64,28 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
 	size_t left = n; /* v[0 .. left - 1] still to fill, from the top down */
+	size_t cn;
 
 	pthread_mutex_lock(&st->lock);
-	while (left && (c = st->top)) {
-		if (c->n) {
-			size_t k = c->n < left ? c->n : left;
+	c = st->top;
+	cn = st->top_n;
+	while (left && c) {
+		if (cn) {
+			size_t k = cn < left ? cn : left;
 
-			c->n -= k;
+			cn -= k;
 			left -= k;
-			memcpy(v + left, c->obj + c->n, k * sizeof(void *));
+			memcpy(v + left, c->obj + cn, k * sizeof(void *));
 			continue;
 		}
 		/* an empty chunk is an object like the others */
-		st->top = c->next;
-		uskb_mem_cached(c, CHUNK_HDR + st->cap * sizeof(void *));
 		v[--left] = c;
+		c = c->next;
+		cn = c ? c->n : 0;
+		uskb_mem_cached(v[left], CHUNK_HDR + st->cap * sizeof(void *));
 	}
+	st->top = c;
+	st->top_n = cn;
 	st->n -= n - left;
 	pthread_mutex_unlock(&st->lock);
 	if (left) /* the stack ran out: what came sits at the end */

@@ -17,26 +17,26 @@ void __uskb_release_data(struct uskb_tls *t, struct uskb *skb)
 		free_head(t, skb);
 }
 
-/*
- * __kfree_skb() on @t: another thread's skb goes back to its owner. A
- * thread whose state could not be made frees through the fallback slot
- * (freeing never fails).
- */
-static void kfree_on(struct uskb_tls *t, struct uskb *skb)
+/* __kfree_skb() on @t: another thread's skb goes back to its owner. */
+static inline __attribute__((always_inline)) void kfree_on(struct uskb_tls *t, struct uskb *skb)
 {
-	bool fallback = false;
-
-	/* unlikely: only when memory ran out making this thread's state */
-	if (uskb_unlikely(!t)) {
-		t = __uskb_tls_fallback_get();
-		fallback = true;
-	}
 	release_head_state(skb);
 	/* unlikely on the fast path: another thread's skb goes back to its owner */
-	if (!(uskb_unlikely(skb->alloc_cpu != t->id) && __uskb_defer_to_owner(t, skb)))
-		free_local(t, skb);
-	if (uskb_unlikely(fallback))
-		__uskb_tls_fallback_put(t);
+	if (uskb_unlikely(skb->alloc_cpu != t->id) && __uskb_defer_to_owner(t, skb))
+		return;
+	free_local(t, skb);
+}
+
+/*
+ * __kfree_skb() on a thread whose state could not be made (memory ran
+ * out): through the fallback slot, so freeing never fails.
+ */
+static __attribute__((noinline, cold)) void kfree_stateless(struct uskb *skb)
+{
+	struct uskb_tls *t = __uskb_tls_fallback_get();
+
+	kfree_on(t, skb);
+	__uskb_tls_fallback_put(t);
 }
 
 #define FREE_BULK_OWNERS 8
@@ -51,7 +51,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	if (uskb_unlikely(!t)) {
 		for (i = 0; i < n; i++)
 			if (skbs[i] && skb_unref(skbs[i]))
-				kfree_on(NULL, skbs[i]);
+				kfree_stateless(skbs[i]);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -96,11 +96,18 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 
 void uskb_free(struct uskb *skb)
 {
+	struct uskb_tls *t;
+
 	if (uskb_unlikely(!skb))
 		return;
 	if (!skb_unref(skb))
 		return;
-	kfree_on(uskb_tls(), skb);
+	t = uskb_tls();
+	if (uskb_unlikely(!t)) {
+		kfree_stateless(skb);
+		return;
+	}
+	kfree_on(t, skb);
 }
 
 void uskb_consume(struct uskb *skb)
