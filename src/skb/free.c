@@ -94,20 +94,28 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		__uskb_defer_batch_push(t, &b[k]);
 }
 
-void uskb_free(struct uskb *skb)
+/*
+ * __kfree_skb() on this thread. Out of line: uskb_free() stays a short
+ * function for the common drop of one user of a shared skb.
+ */
+static __attribute__((noinline)) void kfree(struct uskb *skb)
 {
-	struct uskb_tls *t;
+	struct uskb_tls *t = uskb_tls();
 
-	if (uskb_unlikely(!skb))
-		return;
-	if (!skb_unref(skb))
-		return;
-	t = uskb_tls();
 	if (uskb_unlikely(!t)) {
 		kfree_stateless(skb);
 		return;
 	}
 	kfree_on(t, skb);
+}
+
+void uskb_free(struct uskb *skb)
+{
+	if (uskb_unlikely(!skb))
+		return;
+	if (!skb_unref(skb))
+		return;
+	kfree(skb);
 }
 
 void uskb_consume(struct uskb *skb)
