@@ -2,10 +2,9 @@
 /* uskb_bug(): the report of caller misuse, and its handler. */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#include <stdatomic.h>
 
 #include "lib/compiler.h"
 #include "uskb/skb.h"

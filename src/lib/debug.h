@@ -39,36 +39,34 @@
 #ifdef USKB_VALGRIND
 /* Set once at load time: the client requests cost nothing when not under valgrind. */
 extern bool __uskb_on_valgrind USKB_HIDDEN;
+/* unlikely: only under valgrind */
+#define uskb_vg(req)                                    \
+	do {                                            \
+		if (uskb_unlikely(__uskb_on_valgrind)) \
+			req;                            \
+	} while (0)
+#else
+#define uskb_vg(req) ((void)0)
 #endif
 
 /* Mark pooled memory unusable (in a cache) / usable (handed out). */
 static inline void uskb_mem_cached(void *p, size_t n)
 {
 	uskb_poison(p, n);
-#ifdef USKB_VALGRIND
-	/* unlikely: only under valgrind */
-	if (uskb_unlikely(__uskb_on_valgrind))
-		VALGRIND_MAKE_MEM_NOACCESS(p, n);
-#endif
+	uskb_vg(VALGRIND_MAKE_MEM_NOACCESS(p, n));
 }
 
 static inline void uskb_mem_handed_out(void *p, size_t n)
 {
 	uskb_unpoison(p, n);
-#ifdef USKB_VALGRIND
-	if (uskb_unlikely(__uskb_on_valgrind))
-		VALGRIND_MAKE_MEM_UNDEFINED(p, n);
-#endif
+	uskb_vg(VALGRIND_MAKE_MEM_UNDEFINED(p, n));
 }
 
 /* A pooled object's bookkeeping words: usable while the rest stays cached. */
 static inline void uskb_mem_defined(void *p, size_t n)
 {
 	uskb_unpoison(p, n);
-#ifdef USKB_VALGRIND
-	if (uskb_unlikely(__uskb_on_valgrind))
-		VALGRIND_MAKE_MEM_DEFINED(p, n);
-#endif
+	uskb_vg(VALGRIND_MAKE_MEM_DEFINED(p, n));
 }
 
 extern atomic_long __uskb_fault_countdown USKB_HIDDEN;

@@ -6,6 +6,7 @@
  * never returned to the system; a free only pushes, and cannot fail.
  */
 #define _GNU_SOURCE
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,8 +100,7 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 #define SHELL_SIZE USKB_DATA_ALIGN(sizeof(struct uskb))
 
 static struct uskb_objstack shells = USKB_OBJSTACK_INIT(SHELL_SIZE);
-static pthread_mutex_t shell_grow = PTHREAD_MUTEX_INITIALIZER;
-static int64_t shells_created;
+static atomic_llong shells_created;
 
 unsigned int __uskb_slab_shells_get(void **v, unsigned int n)
 {
@@ -118,9 +118,7 @@ unsigned int __uskb_slab_shells_get(void **v, unsigned int n)
 			slab[i] = mem + (size_t)i * SHELL_SIZE;
 			uskb_mem_cached(slab[i], SHELL_SIZE);
 		}
-		pthread_mutex_lock(&shell_grow);
-		shells_created += SHELL_SLAB;
-		pthread_mutex_unlock(&shell_grow);
+		atomic_fetch_add_explicit(&shells_created, SHELL_SLAB, memory_order_relaxed);
 		__uskb_objstack_push(&shells, slab, SHELL_SLAB);
 		got += __uskb_objstack_pop(&shells, v + got, n - got);
 	}
@@ -134,12 +132,7 @@ void __uskb_slab_shells_put(void **v, unsigned int n)
 
 int64_t __uskb_slab_shells_created(void)
 {
-	int64_t n;
-
-	pthread_mutex_lock(&shell_grow);
-	n = shells_created;
-	pthread_mutex_unlock(&shell_grow);
-	return n;
+	return atomic_load_explicit(&shells_created, memory_order_relaxed);
 }
 
 /* ---- kbufs ---- */
@@ -151,8 +144,7 @@ static struct uskb_objstack kbufs[USKB_KBUF_CLASSES] = {
 };
 _Static_assert(USKB_KBUF_CLASSES == 6, "one stack per class");
 
-static pthread_mutex_t kbuf_grow = PTHREAD_MUTEX_INITIALIZER;
-static int64_t slab_pages;
+static atomic_llong slab_pages;
 
 unsigned int __uskb_slab_kbufs_get(int c, void **v, unsigned int n)
 {
@@ -173,9 +165,7 @@ unsigned int __uskb_slab_kbufs_get(int c, void **v, unsigned int n)
 			objs[i] = (char *)p->addr + (size_t)(cnt - 1 - i) * sz;
 			uskb_mem_cached(objs[i], sz);
 		}
-		pthread_mutex_lock(&kbuf_grow);
-		slab_pages++;
-		pthread_mutex_unlock(&kbuf_grow);
+		atomic_fetch_add_explicit(&slab_pages, 1, memory_order_relaxed);
 		__uskb_objstack_push(&kbufs[c], objs, cnt);
 		got += __uskb_objstack_pop(&kbufs[c], v + got, n - got);
 	}
@@ -189,10 +179,5 @@ void __uskb_slab_kbufs_put(int c, void **v, unsigned int n)
 
 int64_t __uskb_slab_pages(void)
 {
-	int64_t n;
-
-	pthread_mutex_lock(&kbuf_grow);
-	n = slab_pages;
-	pthread_mutex_unlock(&kbuf_grow);
-	return n;
+	return atomic_load_explicit(&slab_pages, memory_order_relaxed);
 }

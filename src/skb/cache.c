@@ -116,7 +116,7 @@ void __uskb_tls_fallback_put(struct uskb_tls *t)
 }
 
 /* Fold the fallback slot's counters into @sum (for uskb_stats_get). */
-static void __uskb_tls_fallback_counters(int64_t *sum)
+static void fallback_counters(int64_t *sum)
 {
 	int i;
 
@@ -205,7 +205,7 @@ void __uskb_tls_counters(int64_t *sum, int64_t *threads, int64_t *pending)
 	}
 	*threads = reg.live;
 	pthread_mutex_unlock(&reg.lock);
-	__uskb_tls_fallback_counters(sum);
+	fallback_counters(sum);
 }
 
 /* ---- tunables, eventfd ---- */
