@@ -83,7 +83,7 @@ TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
 
-.PHONY: all lib tests tools examples demo deps test check check-layers fuzz fuzz-run bench install uninstall clean format
+.PHONY: FORCE all lib tests tools examples demo deps test check check-layers fuzz fuzz-run bench install uninstall clean format
 
 all: lib tools examples
 
@@ -122,7 +122,14 @@ $(NETDEV_SO): $(NETDEV_OBJS) src/dev/libuskb-netdev.map $(SHARED)
 $(PKTGEN_SO): $(PKTGEN_OBJS) src/pktgen/libuskb-pktgen.map $(NETDEV_SO)
 	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(LDLIBS))
 
-$(BUILD)/%.pc: %.pc.in Makefile
+# the .pc files follow PREFIX and friends: a build for /usr/local and an
+# install for /usr must not share them
+PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(XDP_LIBS)
+$(BUILD)/pc-vars: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' > $@
+
+$(BUILD)/%.pc: %.pc.in $(BUILD)/pc-vars Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
