@@ -92,6 +92,17 @@ static void run_remote(struct uskb **v, int n, bool bulk)
 	pthread_join(th, NULL);
 }
 
+static struct uskb *nested;
+
+/* A destructor that frees another skb while its thread still cannot make its state. */
+static void free_nested(struct uskb *skb)
+{
+	(void)skb;
+	uskb_fault_inject(1);
+	uskb_free(nested); /* through the fallback slot its caller holds */
+	nested = NULL;
+}
+
 /* A thread whose state cannot be made: each of its calls tries, and fails, again. */
 static void *stateless(void *arg)
 {
@@ -114,6 +125,8 @@ static void *stateless(void *arg)
 	uskb_free_bulk(v + N / 2, N / 2);
 	CHECK(uskb_fault_pending() == 0);
 	uskb_fault_inject(0);
+	/* a flush without state drains what exited threads left, through the fallback */
+	uskb_thread_flush();
 	return NULL;
 }
 
@@ -134,9 +147,22 @@ int main(void)
 
 		pool = uskb_page_pool_create(&po);
 		REQUIRE(pool != NULL);
+		struct uskb *fl = uskb_alloc(64);
+
 		make_all();
+		/*
+		 * Freeing skbs[1] frees more inside the fallback slot: its
+		 * frag_list, and through its destructor one more skb.
+		 */
+		REQUIRE(fl != NULL);
+		uskb_put_zero(fl, 10);
+		uskb_append_frag_list(skbs[1], fl);
+		nested = uskb_alloc(100);
+		REQUIRE(nested != NULL);
+		skbs[1]->destructor = free_nested;
 		REQUIRE(pthread_create(&th, NULL, stateless, skbs) == 0);
 		pthread_join(th, NULL);
+		CHECK(nested == NULL);
 		uskb_page_pool_destroy(pool);
 		CHECK(uskb_stats_all_freed());
 		printf("a thread without state: its frees went through, its allocation failed with ENOMEM\n");

@@ -100,15 +100,21 @@ struct uskb_tls *__uskb_tls_create(void)
 	return t;
 }
 
+/* how deep this thread is in the fallback slot: a free it runs may free more */
+static __thread unsigned int fallback_depth;
+
 struct uskb_tls *__uskb_tls_fallback_get(void)
 {
-	pthread_mutex_lock(&fallback_lock);
+	if (!fallback_depth++)
+		pthread_mutex_lock(&fallback_lock);
 	return &fallback;
 }
 
 /* Everything freed through the fallback slot goes straight back to the slab. */
 void __uskb_tls_fallback_put(struct uskb_tls *t)
 {
+	if (--fallback_depth)
+		return;
 	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
 	__uskb_kbufs_flush(t);
@@ -163,12 +169,14 @@ void __uskb_tls_release(struct uskb_tls *t)
 
 void uskb_thread_flush(void)
 {
-	struct uskb_tls *t = uskb_tls();
+	struct uskb_tls *t = __uskb_tls_ptr, *fb = NULL;
 	int i, n;
 
+	/* no state: nothing cached here; what exited threads left goes through the fallback */
 	if (!t)
-		return; /* no state: nothing cached, and nothing to drain into */
-	flush_caches(t);
+		t = fb = __uskb_tls_fallback_get();
+	else
+		flush_caches(t);
 	/*
 	 * Free what was pushed to exited threads after they left. Slots are
 	 * never freed, so each can be read outside the lock; a slot adopted
@@ -185,6 +193,10 @@ void uskb_thread_flush(void)
 			__uskb_defer_drain(t, o);
 	}
 	/* the drains refilled our caches: give those back too */
+	if (fb) {
+		__uskb_tls_fallback_put(fb);
+		return;
+	}
 	__uskb_ready_flush(t);
 	__uskb_shell_flush(t, 0);
 	__uskb_kbufs_flush(t);
