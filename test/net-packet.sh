@@ -113,7 +113,7 @@ ip -n "$na" link set "${p}0" mtu 1000
 out=$(ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 5 -s 1200 --duration 0.5 --json 2>"$tmp/err")
 grep -q '"packets": 0,' <<<"$out" && ! grep -q '"errors": 0,' <<<"$out" ||
 	bad "oversized frames: $out"
-grep -q "packet:${p}0: queue 0: dropped a [0-9]*-byte frame: too long for the interface (MTU 1000)" "$tmp/err" ||
+grep -q "packet:${p}0: queue 0: dropped a [0-9]*-byte frame (MTU 1000): longer than the MTU allows" "$tmp/err" ||
 	bad "oversized frames, no reason: $(cat "$tmp/err")"
 # --veth: a pair made for the run, removed after it, also on Ctrl-C
 out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")

@@ -132,7 +132,7 @@ ip -n "$na" link set "$a" mtu 1000
 out=$(ip netns exec "$na" timeout 20 "$pg" -i "xdp:$a" -q -n 5 -s 1200 --duration 0.5 --json 2>"$tmp/err")
 grep -q '"packets": 0,' <<<"$out" && ! grep -q '"errors": 0,' <<<"$out" || bad "xdp: oversized frames: $out"
 # the device says why, on stderr and in the JSON
-grep -q "xdp:$a: queue 0: dropped a [0-9]*-byte frame: too long for the interface (MTU 1000)" "$tmp/err" &&
+grep -q "xdp:$a: queue 0: dropped a [0-9]*-byte frame (MTU 1000): longer than the MTU allows" "$tmp/err" &&
 	grep -q '"device_error": "queue 0: dropped a [0-9]*-byte frame' <<<"$out" ||
 	bad "xdp: oversized frames, no reason: $(cat "$tmp/err") $out"
 ip -n "$na" link set "$a" mtu 1500

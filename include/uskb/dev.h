@@ -114,6 +114,7 @@ struct uskb_dev {
 	 * uskb_dev_last_error(). Empty when nothing failed.
 	 */
 	char last_error[160];
+	uint64_t __open_id; /* library-private: unique per uskb_dev_open() */
 };
 
 /**

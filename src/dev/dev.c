@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,9 @@ int uskb_dev_last_error(const struct uskb_dev *dev, char *buf, size_t len)
 	pthread_mutex_unlock(&err_lock);
 	return n;
 }
+
+/* numbers devices, so a report cache never mistakes a new device for an old one */
+static atomic_ullong open_ids;
 
 /* ---- the registry ---- */
 
@@ -160,6 +164,7 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 	if (!dev)
 		return NULL;
 	snprintf(dev->name, sizeof(dev->name), "%s", spec);
+	dev->__open_id = atomic_fetch_add_explicit(&open_ids, 1, memory_order_relaxed) + 1;
 	dev->ops = ops;
 	dev->mtu = 1500;
 	dev->nqueues = 1;
@@ -250,11 +255,15 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 		return -EOPNOTSUPP;
 	if (max <= 0)
 		return 0;
+	dev_err[0] = 0;
 	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);
 	/* unlikely: a receive that failed says why in the device too */
-	if (uskb_unlikely(n < 0 && n != -EINTR))
+	if (uskb_unlikely(n < 0 && n != -EINTR)) {
+		char buf[64];
+
 		__uskb_dev_error(dev, -n, "queue %u: %s", queue,
-				 dev_err[0] ? dev_err : strerror(-n));
+				 dev_err[0] ? dev_err : strerror_r(-n, buf, sizeof(buf)));
+	}
 	for (i = 0; i < n; i++)
 		bytes += skbs[i]->len;
 	if (n > 0 && dev->qstats) {

@@ -271,7 +271,9 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		struct tpacket2_hdr *h = slot(t, t->cur);
 
 		if (too_long(p, t, skb)) {
-			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i], "too long for the interface");
+			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i], EMSGSIZE,
+					__uskb_dev_too_long(p->mtu, skb) ? __uskb_dev_too_long_why(skb) :
+									    "larger than a ring slot");
 			continue;
 		}
 		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
@@ -318,8 +320,9 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 
 			if (too_long(p, t, skb) || sh->frag_list) {
 				__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
+						sh->frag_list ? EINVAL : EMSGSIZE,
 						sh->frag_list ? "a frag_list cannot be sent" :
-								"too long for the interface");
+								__uskb_dev_too_long_why(skb));
 				continue;
 			}
 			iov[k][nv].iov_base = skb->data;

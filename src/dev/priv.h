@@ -38,12 +38,15 @@ USKB_HIDDEN unsigned int __uskb_dev_if_queues(const char *ifname);
 USKB_HIDDEN bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 
 /*
- * Drop @skb, a frame the interface cannot take (@why: "is past the MTU"
- * ...): it is consumed, its result is USKB_XMIT_DROP, and the device's
- * last error says which queue, how long and why.
+ * Drop @skb, a frame the device cannot send (@why says why, @err is the
+ * errno it stands for): it is consumed, its result is USKB_XMIT_DROP, and
+ * the device's last error says which queue, how long and why. A run of
+ * the same drop on one queue is reported once (no lock per frame).
  */
 USKB_HIDDEN void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
-				 int *res, const char *why);
+				 int *res, int err, const char *why);
+/* why __uskb_dev_too_long() refused @skb, for __uskb_dev_drop() */
+USKB_HIDDEN const char *__uskb_dev_too_long_why(const struct uskb *skb);
 
 /* the built-in devices */
 extern const struct uskb_dev_ops __uskb_dev_null_ops USKB_HIDDEN;

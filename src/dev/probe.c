@@ -78,11 +78,32 @@ bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)
 	return skb->len > limit;
 }
 
-void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb, int *res,
-		     const char *why)
+const char *__uskb_dev_too_long_why(const struct uskb *skb)
 {
-	__uskb_dev_error(dev, EMSGSIZE, "queue %u: dropped a %u-byte frame: %s (MTU %u)", queue,
-			 skb->len, why, dev->mtu);
+	return skb->len < 14 ? "shorter than an Ethernet header" : "longer than the MTU allows";
+}
+
+/* the last drop this thread reported: the same again is not written twice */
+static __thread struct {
+	const struct uskb_dev *dev;
+	uint64_t open_id;
+	unsigned int queue, len;
+	const char *why;
+} last_drop;
+
+void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb, int *res,
+		     int err, const char *why)
+{
+	if (last_drop.dev != dev || last_drop.open_id != dev->__open_id ||
+	    last_drop.queue != queue || last_drop.len != skb->len || last_drop.why != why) {
+		__uskb_dev_error(dev, err, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue,
+				 skb->len, dev->mtu, why);
+		last_drop.dev = dev;
+		last_drop.open_id = dev->__open_id;
+		last_drop.queue = queue;
+		last_drop.len = skb->len;
+		last_drop.why = why;
+	}
 	*res = USKB_XMIT_DROP;
 	uskb_consume(skb);
 }

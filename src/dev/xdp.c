@@ -349,7 +349,9 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		uint32_t idx;
 
 		if (__uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
-			__uskb_dev_drop(dev, queue, skb, &res[i], "too long for the interface");
+			__uskb_dev_drop(dev, queue, skb, &res[i], EMSGSIZE,
+					skb->len > FRAME_SIZE ? "larger than a UMEM frame" :
+								__uskb_dev_too_long_why(skb));
 			continue;
 		}
 		if (!q->tx_nfree) {
