@@ -9,6 +9,7 @@
  */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include "lib/compiler.h"
 #include "lib/debug.h"
 #include "uskb/page.h"
@@ -42,7 +43,6 @@ struct uskb_objstack {
 	struct uskb_objchunk *top;
 	size_t top_n;		/* addresses the top chunk holds */
 	unsigned int cap;	/* addresses a chunk holds */
-	size_t n;		/* objects on the stack, chunks included */
 };
 
 #define USKB_OBJSTACK_INIT(objsize)                                    \
@@ -82,10 +82,19 @@ USKB_HIDDEN void __uskb_slab_kbufs_put(int c, void **v, unsigned int n);
 /* Page blocks carved into kbufs (they are never returned) */
 USKB_HIDDEN int64_t __uskb_slab_pages(void);
 
-/* skb shells: objects of @size bytes (set by the first call), cache-line aligned */
-USKB_HIDDEN unsigned int __uskb_slab_shells_get(void **v, unsigned int n);
-USKB_HIDDEN void __uskb_slab_shells_put(void **v, unsigned int n);
-/* shells ever made */
-USKB_HIDDEN int64_t __uskb_slab_shells_created(void);
+/* Objects of one size from malloc, 64 at a time (the skb layer's shells). */
+struct uskb_slab {
+	struct uskb_objstack st;
+	size_t size;		/* a multiple of the cache line */
+	atomic_llong created;	/* objects ever made */
+};
+
+#define USKB_SLAB_INIT(objsize) { .st = USKB_OBJSTACK_INIT(objsize), .size = (objsize) }
+
+/* Up to @n objects of @sl (cached) into @v, growing it when needed; how many. */
+USKB_HIDDEN size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n);
+/* Give @n cached objects back. Cannot fail. */
+USKB_HIDDEN void __uskb_slab_put(struct uskb_slab *sl, void **v, size_t n);
+USKB_HIDDEN int64_t __uskb_slab_created(struct uskb_slab *sl);
 
 #endif

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The slab: global stacks of free fixed-size objects behind the per-thread
- * caches: skb shells (carved from 64-shell slabs) and the size classes of
- * kmalloc-style data buffers (carved from 32 KiB page blocks). Objects are
- * never returned to the system; a free only pushes, and cannot fail.
+ * caches: slabs of objects from malloc (the skb layer's shells, 64 at a
+ * time) and the size classes of kmalloc-style data buffers (carved from
+ * 32 KiB page blocks). Objects are never returned to the system; a free
+ * only pushes, and cannot fail.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -11,7 +12,6 @@
 #include <string.h>
 
 #include "mem/priv.h"
-#include "uskb/skb.h"
 
 /*
  * A free object that holds the addresses of up to st->cap other free
@@ -38,7 +38,6 @@ void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 	size_t i, cn;
 
 	pthread_mutex_lock(&st->lock);
-	st->n += n;
 	c = st->top;
 	cn = st->top_n;
 	for (i = 0; i < n; i++) {
@@ -87,52 +86,47 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 	}
 	st->top = c;
 	st->top_n = cn;
-	st->n -= n - left;
 	pthread_mutex_unlock(&st->lock);
 	if (left) /* the stack ran out: what came sits at the end */
 		memmove(v, v + left, (n - left) * sizeof(void *));
 	return n - left;
 }
 
-/* ---- shells ---- */
+/* ---- slabs of objects from malloc ---- */
 
-#define SHELL_SLAB 64
-#define SHELL_SIZE USKB_DATA_ALIGN(sizeof(struct uskb))
+#define SLAB_OBJS 64
 
-static struct uskb_objstack shells = USKB_OBJSTACK_INIT(SHELL_SIZE);
-static atomic_llong shells_created;
-
-unsigned int __uskb_slab_shells_get(void **v, unsigned int n)
+size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
 {
-	size_t got = __uskb_objstack_pop(&shells, v, n);
+	size_t got = __uskb_objstack_pop(&sl->st, v, n);
 
 	while (got < n) {
-		void *slab[SHELL_SLAB];
+		void *objs[SLAB_OBJS];
 		char *mem = uskb_should_fail() ? NULL :
-			    aligned_alloc(USKB_CACHE_BYTES, SHELL_SLAB * SHELL_SIZE);
+			    aligned_alloc(USKB_CACHE_BYTES, SLAB_OBJS * sl->size);
 		int i;
 
 		if (!mem)
 			break;
-		for (i = 0; i < SHELL_SLAB; i++) {
-			slab[i] = mem + (size_t)i * SHELL_SIZE;
-			uskb_mem_cached(slab[i], SHELL_SIZE);
+		for (i = 0; i < SLAB_OBJS; i++) {
+			objs[i] = mem + (size_t)i * sl->size;
+			uskb_mem_cached(objs[i], sl->size);
 		}
-		atomic_fetch_add_explicit(&shells_created, SHELL_SLAB, memory_order_relaxed);
-		__uskb_objstack_push(&shells, slab, SHELL_SLAB);
-		got += __uskb_objstack_pop(&shells, v + got, n - got);
+		atomic_fetch_add_explicit(&sl->created, SLAB_OBJS, memory_order_relaxed);
+		__uskb_objstack_push(&sl->st, objs, SLAB_OBJS);
+		got += __uskb_objstack_pop(&sl->st, v + got, n - got);
 	}
-	return (unsigned int)got;
+	return got;
 }
 
-void __uskb_slab_shells_put(void **v, unsigned int n)
+void __uskb_slab_put(struct uskb_slab *sl, void **v, size_t n)
 {
-	__uskb_objstack_push(&shells, v, n);
+	__uskb_objstack_push(&sl->st, v, n);
 }
 
-int64_t __uskb_slab_shells_created(void)
+int64_t __uskb_slab_created(struct uskb_slab *sl)
 {
-	return atomic_load_explicit(&shells_created, memory_order_relaxed);
+	return atomic_load_explicit(&sl->created, memory_order_relaxed);
 }
 
 /* ---- kbufs ---- */

@@ -24,6 +24,8 @@ struct uskb_cfg __uskb_cfg = {
 
 struct uskb_tls *__uskb_owner_tab[USKB_MAX_OWNERS];
 
+struct uskb_slab __uskb_shells = USKB_SLAB_INIT(USKB_DATA_ALIGN(sizeof(struct uskb)));
+
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 static int tls_key_err;
@@ -315,7 +317,7 @@ struct uskb *__uskb_shell_refill(struct uskb_tls *t)
 	if (!uskb_cfg(&__uskb_cfg.cache_size) || !n)
 		n = 1; /* cache off: one at a time, straight from the slab */
 	uskb_count_add(&t->c[USKB_TC_CACHE_MISS], 1);
-	n = __uskb_slab_shells_get((void **)t->shells, n);
+	n = (unsigned int)__uskb_slab_get(&__uskb_shells, (void **)t->shells, n);
 	if (!n)
 		return NULL;
 	t->nshell = n - 1;
@@ -326,7 +328,7 @@ void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep)
 {
 	if (t->nshell <= keep)
 		return;
-	__uskb_slab_shells_put((void **)t->shells + keep, t->nshell - keep);
+	__uskb_slab_put(&__uskb_shells, (void **)t->shells + keep, t->nshell - keep);
 	t->nshell = keep;
 }
 

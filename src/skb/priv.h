@@ -124,6 +124,9 @@ static inline struct uskb_tls *uskb_tls(void)
 USKB_HIDDEN struct uskb_tls *__uskb_tls_fallback_get(void);
 USKB_HIDDEN void __uskb_tls_fallback_put(struct uskb_tls *t);
 
+/* the slab of shells behind the per-thread caches */
+extern struct uskb_slab __uskb_shells USKB_HIDDEN;
+
 /* caches empty: deferred skbs first, then a bulk from the slab; NULL when out of memory */
 USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t);
 /* give all but @keep cached shells to the slab */
@@ -158,7 +161,7 @@ static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 		__uskb_shell_flush(t, size > fl ? size - fl : 0);
 		if (!size) {
 			/* cache off: straight to the slab */
-			__uskb_slab_shells_put((void **)&skb, 1);
+			__uskb_slab_put(&__uskb_shells, (void **)&skb, 1);
 			return;
 		}
 	}

@@ -24,7 +24,7 @@ int uskb_stats_get(struct uskb_stats *out)
 	st.fclones = SUM(FCLONE_ALLOC) - SUM(FCLONE_FREE);
 	st.heads = SUM(KBUF_ALLOC) - SUM(KBUF_FREE);
 	/* every shell is either live (outside fclone pairs) or cached */
-	st.skbs_cached = __uskb_slab_shells_created() - (st.skbs - (SUM(FC_SKB_ALLOC) - SUM(FC_SKB_FREE)));
+	st.skbs_cached = __uskb_slab_created(&__uskb_shells) - (st.skbs - (SUM(FC_SKB_ALLOC) - SUM(FC_SKB_FREE)));
 	st.cache_misses = (uint64_t)SUM(CACHE_MISS);
 	/* every shell allocation is a hit or a miss; fclone halves use no shell */
 	st.cache_hits = (uint64_t)(SUM(SKB_ALLOC) - SUM(FC_SKB_ALLOC) - SUM(CACHE_MISS));
