@@ -35,7 +35,7 @@ ifeq ($(HAVE_XDP),1)
 XDP_CFLAGS  := -DUSKB_HAVE_XDP $(shell pkg-config --cflags libxdp libbpf)
 XDP_LIBS    := $(shell pkg-config --libs libxdp libbpf)
 else
-$(info uskb: libxdp-dev/libbpf-dev not found: building everything but the xdp: device)
+$(info uskb: building everything but the xdp: device (no libxdp-dev/libbpf-dev, or HAVE_XDP=0))
 endif
 
 ifneq ($(V),1)
