@@ -139,7 +139,8 @@ static void spin(struct pg_dev *d, uint64_t until)
 	uint64_t start = uskb_mono_ns(), t = start;
 
 	if (until > start) {
-		while (until - t >= 100000 && !stopping(d)) {
+		/* t may pass until while asleep: compare before subtracting (unsigned) */
+		while (t < until && until - t >= 100000 && !stopping(d)) {
 			uint64_t wake = until - 50000; /* sleep most of it, spin the last 50 us */
 			struct timespec ts;
 
