@@ -167,7 +167,8 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long max
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || v > max || s[0] == '-') {
+	/* digits only: strtoul would skip spaces and take "-1" as its largest value */
+	if (!isdigit((unsigned char)s[0]) || *end || errno || v > max) {
 		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a number from 0 to %lu\n", opt, s, max);
 		exit(1);
 	}
@@ -177,9 +178,16 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long max
 static double parse_real(const char *opt, const char *s)
 {
 	char *end;
-	double v = strtod(s, &end);
+	double v;
 
-	if (!*s || *end || !(v > 0)) {
+	/* decimal only: strtod would also take spaces, hex, "inf" and "nan" */
+	if (strspn(s, "0123456789.eE+-") != strlen(s) ||
+	    (!isdigit((unsigned char)s[0]) && s[0] != '.')) {
+		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a positive number\n", opt, s);
+		exit(1);
+	}
+	v = strtod(s, &end);
+	if (!*s || *end || !(v > 0) || v > 1e15) {
 		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a positive number\n", opt, s);
 		exit(1);
 	}
