@@ -26,7 +26,6 @@
 struct cli {
 	struct uskb_pktgen *pg;
 	int verbose, quiet, json, dry_run;
-	bool hush; /* dry run: only the last command's reply is shown */
 	double duration;
 };
 extern struct cli cli;

@@ -17,10 +17,12 @@ void proc_cmd(const char *file, const char *cmd)
 	int err = uskb_pktgen_write(cli.pg, file, cmd);
 	const char *res = uskb_pktgen_result(cli.pg, file);
 
+	if (cli.dry_run)
+		printf("%s > %s\n", cmd, file); /* what would run, as functions.sh writes it */
 	if (cli.verbose)
 		fprintf(stderr, "cmd: %s > %s%s%s\n", cmd, file, res ? "\n  Result: " : "",
 			res ? res : "");
-	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !cli.verbose && !cli.hush)
+	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !cli.verbose)
 		fprintf(stderr, "Result: %s\n", res);
 	if (err) {
 		if (!strncmp(cmd, "add_device", 10) && err != -EBUSY)
@@ -62,24 +64,20 @@ static char *unquote(char *s)
 int run_script(const char *path)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	char line[1024];
-	int lineno = 0, nlines = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, ret = 0;
 	bool ran = false;
 
 	if (!f) {
 		fprintf(stderr, "uskb-pktgen: cannot open %s: %s\n", path, strerror(errno));
 		return 1;
 	}
-	if (cli.dry_run && f != stdin) {
-		while (fgets(line, sizeof(line), f))
-			nlines++;
-		rewind(f);
-	}
-	while (fgets(line, sizeof(line), f)) {
+	/* lines of any length: a long one is never split into two commands */
+	while (getline(&line, &cap, f) >= 0) {
 		char *s = line, *word, *rest;
 
 		lineno++;
-		cli.hush = cli.dry_run && lineno < nlines;
 		while (*s == ' ' || *s == '\t')
 			s++;
 		if (!*s || *s == '#' || *s == '\n')
@@ -104,7 +102,8 @@ int run_script(const char *path)
 			if (!arg || !*arg || !rest) {
 				fprintf(stderr, "uskb-pktgen: %s:%d: %s needs a %s and a command\n", path,
 					lineno, word, word[3] == 't' ? "thread number" : "device");
-				return 1;
+				ret = 1;
+				break;
 			}
 			if (word[3] == 't')
 				snprintf(file, sizeof(file), "kpktgend_%s", arg);
@@ -112,28 +111,43 @@ int run_script(const char *path)
 				snprintf(file, sizeof(file), "%s", unquote(arg));
 			{
 				/* pg_thread 0 "add_device" v0: the words make one command */
-				char cmd[1024] = "";
-				char *tok;
+				char *cmd = malloc(strlen(rest) + 1), *tok;
+				size_t n = 0;
 
+				if (!cmd) {
+					fprintf(stderr, "uskb-pktgen: %s:%d: out of memory\n", path, lineno);
+					ret = 1;
+					break;
+				}
 				while ((tok = strsep(&rest, " \t\n"))) {
 					if (!*tok)
 						continue;
-					if (cmd[0])
-						strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
-					strncat(cmd, tok, sizeof(cmd) - strlen(cmd) - 1);
+					tok = unquote(tok); /* "add_device" v0 */
+					if (n)
+						cmd[n++] = ' ';
+					memcpy(cmd + n, tok, strlen(tok));
+					n += strlen(tok);
 				}
+				cmd[n] = 0;
 				proc_cmd(file, unquote(cmd));
+				free(cmd);
 			}
 		} else {
 			fprintf(stderr,
 				"uskb-pktgen: %s:%d: unknown line \"%s\": use pg_ctrl, pg_thread N or pg_set DEV\n",
 				path, lineno, word);
-			return 1;
+			ret = 1;
+			break;
 		}
 	}
+	if (!ret && ferror(f)) {
+		fprintf(stderr, "uskb-pktgen: reading %s: %s\n", path, strerror(errno));
+		ret = 1;
+	}
+	free(line);
 	if (f != stdin)
 		fclose(f);
-	if (!ran && !cli.dry_run)
+	if (!ret && !ran && !cli.dry_run)
 		fprintf(stderr, "uskb-pktgen: %s has no \"pg_ctrl start\": nothing was sent\n", path);
-	return 0;
+	return ret;
 }

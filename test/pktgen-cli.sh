@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# uskb-pktgen's command line and --script against bad input: numbers that
+# strtoul/strtod would misread are refused, a script line of any length is
+# one line, a script that cannot be read fails, and --dry-run writes every
+# command without sending.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+tmp=$(mktemp -d /tmp/uskb-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+# refused with exit 1 and a line naming the option and the value
+refused() {
+	local want=$1
+	shift
+	timeout 10 "$pg" -i null -q "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ $rc = 1 ] && grep -qF -- "$want" "$tmp/err" ||
+		bad "$*: exit $rc, want 1 and \"$want\": $(cat "$tmp/err")"
+}
+refused '-n: " -1" is not a number' -n " -1"
+refused '-w: " -1" is not a number' -w " -1"
+refused '-n: "+5" is not a number' -n "+5"
+refused '--rate: "0x10" is not a positive number' --rate 0x10
+refused '--ratep: "inf" is not a positive number' --ratep inf
+refused '--duration: "nan" is not a positive number' --duration nan
+refused '--duration: " 1" is not a positive number' --duration " 1"
+# and good ones still work
+out=$("$pg" -i null -q -n 7 --json)
+grep -q '"packets": 7,' <<<"$out" || bad "-n 7: $out"
+
+# a script whose comment is longer than any buffer: still one line, nothing runs from its tail
+long=$(head -c 5000 /dev/zero | tr '\0' x)
+cat >"$tmp/run.pg" <<EOF
+pg_ctrl "reset"
+pg_thread 0 "rem_device_all"
+pg_thread 0 "add_device" null
+# $long pg_set null "count 99"
+pg_set null "count 5"
+pg_ctrl "start"
+EOF
+out=$("$pg" --script "$tmp/run.pg" -q --json 2>"$tmp/err")
+grep -q '"packets": 5,' <<<"$out" || bad "--script with a long comment: $out $(cat "$tmp/err")"
+# errors name the right line after the long one
+printf 'pg_ctrl "reset"\n# %s\nbogus line\n' "$long" >"$tmp/bad.pg"
+"$pg" --script "$tmp/bad.pg" >/dev/null 2>"$tmp/err"
+grep -q "bad.pg:3: unknown line" "$tmp/err" || bad "line number after a long line: $(cat "$tmp/err")"
+# a directory, a missing file: an error and exit 1
+"$pg" --script "$tmp" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] && grep -q "Is a directory" "$tmp/err" || bad "--script DIR: exit $rc: $(cat "$tmp/err")"
+"$pg" --script "$tmp/none.pg" >/dev/null 2>"$tmp/err"
+[ $? = 1 ] || bad "--script of a missing file exits 0"
+
+# --dry-run writes every command as functions.sh would, and sends nothing
+out=$("$pg" --script "$tmp/run.pg" --dry-run 2>&1)
+want='reset > pgctrl
+rem_device_all > kpktgend_0
+add_device null > kpktgend_0
+count 5 > null'
+[ "$out" = "$want" ] || bad "--dry-run wrote: $out"
+
+[ $fail = 0 ] || { echo "$fail failed"; exit 1; }
+echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"
