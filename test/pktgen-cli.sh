@@ -63,5 +63,16 @@ add_device null > kpktgend_0
 count 5 > null'
 [ "$out" = "$want" ] || bad "--dry-run wrote: $out"
 
+# a run whose output went nowhere is a failed run: exit 3, "ok": false, the reason
+for f in /dev/full /proc/version; do
+	out=$(timeout 10 "$pg" -i "pcap:$f" -n 1000 -q --json 2>"$tmp/err")
+	rc=$?
+	[ $rc = 3 ] && grep -q '"ok": false' <<<"$out" && grep -q "pcap: writing $f" "$tmp/err" ||
+		bad "pcap:$f: exit $rc: $out $(cat "$tmp/err")"
+done
+timeout 10 "$pg" -i null -n 10 >/dev/full 2>"$tmp/err"
+rc=$?
+[ $rc = 3 ] && grep -q "writing the report" "$tmp/err" || bad "report to /dev/full: exit $rc"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

@@ -11,6 +11,7 @@
 
 struct pcap_priv {
 	FILE *f;
+	char path[128];
 	unsigned char buf[65536];
 };
 
@@ -37,6 +38,7 @@ static int pcap_open(struct uskb_dev *dev, const char *arg)
 		free(p);
 		return __uskb_dev_fail(EIO, "pcap: cannot write %s", arg);
 	}
+	snprintf(p->path, sizeof(p->path), "%s", arg);
 	dev->priv = p;
 	/* a capture file takes anything, as the NIC would: SG, no offloads */
 	dev->features = USKB_DEV_F_SG | USKB_DEV_F_ZEROCOPY | USKB_DEV_F_TX_SKB_SHARING;
@@ -67,14 +69,28 @@ static void pcap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **sk
 
 		/* head, frags and frag_list, in order */
 		if (uskb_copy_bits(skb, 0, p->buf, (int)caplen) ||
-		    fwrite(rec, sizeof(rec), 1, p->f) != 1 || fwrite(p->buf, caplen, 1, p->f) != 1)
+		    fwrite(rec, sizeof(rec), 1, p->f) != 1 || fwrite(p->buf, caplen, 1, p->f) != 1) {
 			res[i] = USKB_XMIT_DROP;
-		else
+			__uskb_dev_error(dev, EIO, "pcap: writing %s: %s", p->path,
+					 ferror(p->f) ? strerror(errno) : "the frame cannot be read");
+		} else {
 			res[i] = USKB_XMIT_OK;
+		}
 		uskb_consume(skb);
 	}
 }
 
+/* Frames written so far reach the file, or the device says why not. */
+static void pcap_flush(struct uskb_dev *dev, unsigned int queue)
+{
+	struct pcap_priv *p = dev->priv;
+
+	(void)queue;
+	if (fflush(p->f) || ferror(p->f))
+		__uskb_dev_error(dev, EIO, "pcap: writing %s: %s", p->path, strerror(errno));
+}
+
 const struct uskb_dev_ops __uskb_dev_pcap_ops = {
-	.type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit
+	.type = "pcap", .open = pcap_open, .close = pcap_close, .xmit = pcap_xmit,
+	.flush = pcap_flush
 };

@@ -27,6 +27,7 @@ struct cli {
 	struct uskb_pktgen *pg;
 	int verbose, quiet, json, dry_run;
 	double duration;
+	bool failed; /* a device counted errors or failed: the exit status says so */
 };
 extern struct cli cli;
 extern volatile sig_atomic_t cli_interrupted;

@@ -6,6 +6,8 @@
  * receives. See man/man8/uskb-pktgen.8.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -60,5 +62,13 @@ int main(int argc, char **argv)
 	uskb_pktgen_free(cli.pg);
 	if (o.use_veth)
 		veth_report();
+	if (!rc && cli.failed)
+		rc = 3;
+	/* a report nobody could read is a failed run too */
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "uskb-pktgen: writing the report: %s\n", strerror(errno));
+		if (!rc)
+			rc = 3;
+	}
 	return rc;
 }

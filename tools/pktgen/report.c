@@ -132,6 +132,8 @@ static void report(void)
 		/* a device that failed while sending says why, whatever the format */
 		if (nerr > 0)
 			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
+		if (nerr > 0 || st.errors || !res || strncmp(res, "OK:", 3))
+			cli.failed = true;
 		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
 				   errs = 0;
 		unsigned int size = 0;
@@ -155,11 +157,12 @@ static void report(void)
 		}
 		printf("{\"device\": ");
 		json_str(name);
-		printf(", \"ok\": true, \"usec\": %llu, \"busy_usec\": %llu, \"idle_usec\": %llu, "
+		printf(", \"ok\": %s, \"usec\": %llu, \"busy_usec\": %llu, \"idle_usec\": %llu, "
 		       "\"packets\": %llu, \"pkt_size\": %u, \"frags\": %d, \"pps\": %llu, "
 		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"tx_bytes\": %" PRIu64
 		       ", \"result\": ",
-		       us, busy, idle, sofar, size, frags, pps, mb, bps, errs, st.tx_bytes);
+		       nerr > 0 || errs ? "false" : "true", us, busy, idle, sofar, size, frags, pps, mb,
+		       bps, errs, st.tx_bytes);
 		json_str(res);
 		if (nerr > 0) {
 			printf(", \"device_error\": ");
