@@ -90,8 +90,18 @@ int main(void)
 	t_fill(uskb_page_address(pg), USKB_PAGE_SIZE, 3);
 	/* bad specs: clear errors, nothing opened */
 	errno = 0;
-	CHECK(uskb_dev_open("bogus") == NULL && errno == EINVAL);
+	/* a bare name that is neither an interface nor a type */
+	CHECK(uskb_dev_open("bogus") == NULL && errno == ENODEV);
+	CHECK(strstr(uskb_dev_strerror(), "bogus: no such interface"));
+	CHECK(uskb_dev_open("bogus:x") == NULL && errno == EINVAL);
 	CHECK(strstr(uskb_dev_strerror(), "unknown device"));
+	/* which specs receive, asked without opening */
+	CHECK(!uskb_dev_spec_receives("null"));
+	CHECK(!uskb_dev_spec_receives("pcap:/nonexistent/dir/x.pcap"));
+	CHECK(!uskb_dev_spec_receives("bogus"));
+	CHECK(!uskb_dev_spec_receives(""));
+	CHECK(uskb_dev_spec_receives("packet:whatever"));
+	CHECK(uskb_dev_spec_receives("lo"));
 	CHECK(uskb_dev_open("pcap") == NULL && errno == EINVAL);
 	CHECK(strstr(uskb_dev_strerror(), "pcap:"));
 	CHECK(uskb_dev_open("pcap:/nonexistent-dir/x.pcap") == NULL && errno == ENOENT);

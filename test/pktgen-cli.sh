@@ -74,5 +74,22 @@ timeout 10 "$pg" -i null -n 10 >/dev/full 2>"$tmp/err"
 rc=$?
 [ $rc = 3 ] && grep -q "writing the report" "$tmp/err" || bad "report to /dev/full: exit $rc"
 
+# --rx on a device that cannot receive opens nothing: an existing capture stays whole
+timeout 10 "$pg" -i "pcap:$tmp/keep.pcap" -n 3 -q >/dev/null
+size=$(stat -c %s "$tmp/keep.pcap")
+timeout 10 "$pg" --rx "pcap:$tmp/keep.pcap" -n 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && grep -q "cannot receive" "$tmp/err" && [ "$(stat -c %s "$tmp/keep.pcap")" = "$size" ] ||
+	bad "--rx pcap: exit $rc, $(stat -c %s "$tmp/keep.pcap") of $size bytes left: $(cat "$tmp/err")"
+# a device that cannot be opened: its reason is the first line, the only one without -v
+timeout 10 "$pg" -i nosuch9 -n 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "nosuch9: no such interface" "$tmp/err" ||
+	bad "-i nosuch9: exit $rc: $(cat "$tmp/err")"
+printf 'pg_thread 99 "add_device" null\n' >"$tmp/t99.pg"
+timeout 10 "$pg" --script "$tmp/t99.pg" >/dev/null 2>"$tmp/err"
+grep -q "no thread kpktgend_99" "$tmp/err" && ! grep -q "no error" "$tmp/err" ||
+	bad "pg_thread 99: $(cat "$tmp/err")"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

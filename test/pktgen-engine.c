@@ -209,7 +209,7 @@ static void test_commands(void)
 	CHECK_EQ(strcmp(uskb_pktgen_result(pg, "kpktgend_0"), "NA"), 0);
 	CHECK(uskb_pktgen_result(pg, "kpktgend_1") == NULL);
 	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_1", "add_device rec"), -ENOENT);
-	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "add_device nosuchdev"), -EINVAL);
+	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "add_device nosuchdev"), -ENODEV);
 	CHECK_EQ(strcmp(uskb_pktgen_result(pg, "kpktgend_0"), "ERROR: can not add device nosuchdev"), 0);
 	cmd_ok(pg, "kpktgend_0", "add_device rec");
 	CHECK_EQ(uskb_pktgen_write(pg, "kpktgend_0", "add_device rec"), -EBUSY);

@@ -132,6 +132,11 @@ USKB_API struct uskb_dev *uskb_dev_open(const char *spec);
 /** One line explaining why the calling thread's last uskb_dev_open failed. */
 USKB_API const char *uskb_dev_strerror(void);
 /**
+ * Whether the device @spec names can receive (its type has rx), decided
+ * without opening it: nothing is created, bound or truncated.
+ */
+USKB_API bool uskb_dev_spec_receives(const char *spec);
+/**
  * Copy why @dev last failed after its open (see struct uskb_dev's
  * last_error) into @buf; the text's length (0: nothing failed), or -EINVAL.
  */

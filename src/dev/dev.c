@@ -131,12 +131,34 @@ int uskb_dev_register(const struct uskb_dev_ops *ops)
 	return err;
 }
 
+/* the type @spec names: a registered or built-in one, or packet: for a bare interface name */
+static const struct uskb_dev_ops *spec_type(const char *spec, const char **arg)
+{
+	const char *colon = strchr(spec, ':');
+	size_t tlen = colon ? (size_t)(colon - spec) : strlen(spec);
+	const struct uskb_dev_ops *ops = find_type(spec, tlen);
+
+	*arg = colon ? colon + 1 : NULL;
+	if (!ops && !colon && if_nametoindex(spec)) {
+		ops = &__uskb_dev_packet_ops;
+		*arg = spec;
+	}
+	return ops;
+}
+
+bool uskb_dev_spec_receives(const char *spec)
+{
+	const char *arg;
+	const struct uskb_dev_ops *ops = spec && *spec ? spec_type(spec, &arg) : NULL;
+
+	return ops && ops->rx;
+}
+
 struct uskb_dev *uskb_dev_open(const char *spec)
 {
 	const struct uskb_dev_ops *ops;
-	const char *colon, *arg = NULL;
 	struct uskb_dev *dev;
-	size_t tlen;
+	const char *arg;
 	int err;
 
 	dev_err[0] = 0;
@@ -144,21 +166,17 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 		errno = -__uskb_dev_fail(EINVAL, "no device given");
 		return NULL;
 	}
-	colon = strchr(spec, ':');
-	tlen = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (colon)
-		arg = colon + 1;
-	ops = find_type(spec, tlen);
+	ops = spec_type(spec, &arg);
 	if (!ops) {
-		if (!colon && if_nametoindex(spec)) {
-			/* a bare interface name: packet:IFNAME */
-			ops = &__uskb_dev_packet_ops;
-			arg = spec;
-		} else {
+		if (!strchr(spec, ':'))
+			errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
+							 "there are), nor a device type: use null, "
+							 "pcap:FILE, packet:IFNAME or xdp:IFNAME", spec);
+		else
 			errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-							 "packet:IFNAME, xdp:IFNAME or an interface name", spec);
-			return NULL;
-		}
+							 "packet:IFNAME, xdp:IFNAME or an interface name",
+						 spec);
+		return NULL;
 	}
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)

@@ -56,13 +56,20 @@ static void rx_report(const char *spec, struct uskb_dev *d, struct uskb_pktgen_r
 /* --rx DEV: receive until COUNT pktgen packets, the cli.duration or a signal */
 static int rx_main(const char *spec, unsigned long long count)
 {
-	struct uskb_dev *d = uskb_dev_open(spec);
+	struct uskb_dev *d;
 	struct uskb_pktgen_rx *rx;
 	struct uskb *skbs[64];
 	double t0, last, end;
 	uint64_t last_n = 0;
 	bool tty = isatty(2), started = false;
 
+	/* asked before opening: opening pcap:FILE would truncate the file */
+	if (!uskb_dev_spec_receives(spec)) {
+		fprintf(stderr, "uskb-pktgen: --rx %s: this device cannot receive (packet:IFNAME, "
+				"xdp:IFNAME or an interface name can); nothing was opened\n", spec);
+		return 5;
+	}
+	d = uskb_dev_open(spec);
 	if (!d) {
 		fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
 		return 5;

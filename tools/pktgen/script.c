@@ -16,19 +16,25 @@ void proc_cmd(const char *file, const char *cmd)
 {
 	int err = uskb_pktgen_write(cli.pg, file, cmd);
 	const char *res = uskb_pktgen_result(cli.pg, file);
+	/* a device that could not be opened: its reason names the fix, so it comes first */
+	bool dev_failed = err && err != -EBUSY && err != -ENOENT && !strncmp(cmd, "add_device", 10);
 
 	if (cli.dry_run)
 		printf("%s > %s\n", cmd, file); /* what would run, as functions.sh writes it */
+	if (dev_failed)
+		fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
+	if (err == -ENOENT && !strncmp(file, "kpktgend_", 9))
+		fprintf(stderr, "uskb-pktgen: no thread %s: the engine has %d (kpktgend_0 to %d)\n",
+			file, uskb_pktgen_nthreads(cli.pg), uskb_pktgen_nthreads(cli.pg) - 1);
 	if (cli.verbose)
 		fprintf(stderr, "cmd: %s > %s%s%s\n", cmd, file, res ? "\n  Result: " : "",
 			res ? res : "");
-	if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !cli.verbose)
+	else if (strcmp(file, "pgctrl") && res && strncmp(res, "OK:", 3) && !dev_failed)
 		fprintf(stderr, "Result: %s\n", res);
 	if (err) {
-		if (!strncmp(cmd, "add_device", 10) && err != -EBUSY)
-			fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
-		fprintf(stderr, "ERROR: Write error(%d: %s) occurred cmd: \"%s > %s\"\n", -err,
-			strerror(-err), cmd, file);
+		if (!dev_failed || cli.verbose)
+			fprintf(stderr, "ERROR: Write error(%d: %s) occurred cmd: \"%s > %s\"\n", -err,
+				strerror(-err), cmd, file);
 		uskb_pktgen_free(cli.pg);
 		exit(5);
 	}
