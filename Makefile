@@ -244,6 +244,8 @@ install: lib tools
 		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION); \
 		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so; done
 	install -m 644 $(PCS) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	@# the live system (no DESTDIR) finds the new libraries at once
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then echo ldconfig; ldconfig; fi
 	install -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
 
 uninstall:
