@@ -91,5 +91,12 @@ timeout 10 "$pg" --script "$tmp/t99.pg" >/dev/null 2>"$tmp/err"
 grep -q "no thread kpktgend_99" "$tmp/err" && ! grep -q "no error" "$tmp/err" ||
 	bad "pg_thread 99: $(cat "$tmp/err")"
 
+# a raw command means what it means to the kernel: "dst" after the default -d is one address
+out=$(timeout 10 "$pg" -i null -n 20 "dst 198.18.0.2")
+grep -q 'dst_min: 198.18.0.2  dst_max: $' <<<"$out" && grep -q 'cur_daddr: 198.18.0.2$' <<<"$out" ||
+	bad "raw dst after the default -d: $(grep 'dst_m\|cur_daddr' <<<"$out")"
+out=$(timeout 10 "$pg" -i null -n 20 -d 198.18.0.0/30)
+grep -q 'dst_min: 198.18.0.0  dst_max: 198.18.0.3$' <<<"$out" || bad "-d range: $(grep dst_m <<<"$out")"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

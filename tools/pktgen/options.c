@@ -349,8 +349,14 @@ void cli_setup_devices(const struct options *o)
 		} else {
 			if (!parse_cidr(AF_INET, o->dst ? o->dst : "198.18.0.42", dmin, dmax, &range))
 				die_usage("-d: \"%s\" is not an IPv4 address or CIDR range", o->dst);
-			proc_cmdf(name, "dst_min %s", dmin);
-			proc_cmdf(name, "dst_max %s", dmax);
+			/* as the kernel samples: one address is "dst" alone, so a raw
+			 * "dst ..." later on the line means just that address */
+			if (range) {
+				proc_cmdf(name, "dst_min %s", dmin);
+				proc_cmdf(name, "dst_max %s", dmax);
+			} else {
+				proc_cmdf(name, "dst %s", dmin);
+			}
 		}
 		if (o->port) {
 			unsigned long lo, hi;
