@@ -103,7 +103,7 @@ check_err() {
 }
 check_err "no such interface" -i packet:nosuch0
 check_err "not an Ethernet interface" -i packet:lo
-check_err "unknown mode" -i "packet:${p}0:fast"
+check_err "packet:${p}0:fast: unknown mode \"fast\" (ring or mmsg)" -i "packet:${p}0:fast"
 ip -n "$na" link set "${p}0" down
 check_err "is down (ip link set ${p}0 up)" -i "packet:${p}0"
 ip -n "$na" link set "${p}0" up

@@ -161,7 +161,8 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	if (n >= IF_NAMESIZE)
 		return __uskb_dev_fail(EINVAL, "packet: \"%s\" is too long for an interface name", arg);
 	if (colon && strcmp(colon + 1, "mmsg") && strcmp(colon + 1, "ring"))
-		return __uskb_dev_fail(EINVAL, "packet: unknown mode \"%s\" (ring or mmsg)", colon + 1);
+		return __uskb_dev_fail(EINVAL, "packet:%s: unknown mode \"%s\" (ring or mmsg)", arg,
+				       colon + 1);
 	memcpy(ifname, arg, n);
 	ifindex = (int)if_nametoindex(ifname);
 	if (!ifindex)
