@@ -98,5 +98,9 @@ grep -q 'dst_min: 198.18.0.2  dst_max: $' <<<"$out" && grep -q 'cur_daddr: 198.1
 out=$(timeout 10 "$pg" -i null -n 20 -d 198.18.0.0/30)
 grep -q 'dst_min: 198.18.0.0  dst_max: 198.18.0.3$' <<<"$out" || bad "-d range: $(grep dst_m <<<"$out")"
 
+# no device: the hint names every kind
+timeout 10 "$pg" -n 1 >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "null, pcap:FILE, packet:IFNAME, xdp:IFNAME" "$tmp/err" || bad "no device: $(cat "$tmp/err")"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

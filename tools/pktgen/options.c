@@ -303,7 +303,8 @@ void cli_check(const struct options *o)
 void cli_check_device(struct options *o)
 {
 	if (!o->script && !o->dev)
-		die_usage("%s", "no device: give -i DEV (null, pcap:FILE, packet:IFNAME), --veth or --script FILE");
+		die_usage("%s", "no device: give -i DEV (null, pcap:FILE, packet:IFNAME, xdp:IFNAME), "
+				"--veth or --script FILE");
 	if (!o->threads)
 		die_usage("%s", "-t: at least one thread");
 	if (o->first + o->threads > 4096)
