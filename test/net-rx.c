@@ -265,6 +265,22 @@ static void pair(const char *txs, const char *rxs)
 		return;
 	}
 	CHECK_EQ(uskb_dev_rx(rx, 0, held, 1, 0), 0); /* starts receiving */
+	{
+		/* a frame past the MTU is dropped, counted, and the device says why */
+		unsigned int len = tx->mtu + 14 + 100;
+		struct uskb *big = uskb_alloc(len);
+		struct uskb_dev_stats st;
+		char why[200];
+		int r = -1;
+
+		((unsigned char *)uskb_put_zero(big, len))[12] = 0x08; /* an IPv4 Ethernet frame */
+		CHECK_EQ(uskb_dev_xmit(tx, 0, &big, 1, &r), 0);
+		CHECK_EQ(r, USKB_XMIT_DROP);
+		uskb_dev_get_stats(tx, 0, &st);
+		CHECK_EQ(st.tx_dropped, 1);
+		CHECK(uskb_dev_last_error(tx, why, sizeof(why)) > 0 &&
+		      strstr(why, "longer than the MTU allows"));
+	}
 	memset(seen, 0, sizeof(seen));
 	sd = send_bg(tx, 0, N);
 	got = receive(rx, N, NULL, seen, &zc);

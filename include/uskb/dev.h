@@ -38,6 +38,7 @@ enum {
 	USKB_DEV_F_IPV6_CSUM = 1 << 2,	 /**< ... and for IPv6 */
 	USKB_DEV_F_ZEROCOPY = 1 << 3,	 /**< keeps no reference to user frags past xmit */
 	USKB_DEV_F_TX_SKB_SHARING = 1 << 4, /**< an skb may be sent while still shared (IFF_TX_SKB_SHARING) */
+	USKB_DEV_F_MTU = 1 << 5,	 /**< drops frames past mtu + 14 (one VLAN tag: + 4), as a real interface */
 };
 
 /** Per-skb transmit result (netdev_tx_t / NET_XMIT_*). */

@@ -207,7 +207,7 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	}
 	dev->nqueues = nq;
 	dev->nrxqueues = 1;
-	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING | USKB_DEV_F_MTU;
 	dev->priv = p;
 	p->dev = dev;
 	return 0;

@@ -289,7 +289,7 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 				     strerror(err));
 	}
 	dev->nqueues = dev->nrxqueues = nq;
-	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING | USKB_DEV_F_MTU;
 	dev->priv = p;
 	return 0;
 }

@@ -26,11 +26,38 @@ void __uskb_pg_clear_counters(struct pg_dev *d)
 }
 
 /* Set a device up for a run; a failure is its result, and it does not run. */
+/*
+ * The largest frame the parameters build fits the interface: 0, or the
+ * result line refusing the run, which names both numbers.
+ */
+static int check_mtu(struct pg_dev *d)
+{
+	const struct uskb_dev *dev = d->nd->dev;
+	unsigned int max = d->p.max_pkt_size > d->p.min_pkt_size ? d->p.max_pkt_size :
+								    d->p.min_pkt_size;
+	unsigned int limit;
+
+	if (!(dev->features & USKB_DEV_F_MTU))
+		return 0;
+	for (unsigned int i = 0; i < d->p.n_imix; i++)
+		if (d->p.imix[i].size > max)
+			max = (unsigned int)d->p.imix[i].size;
+	limit = dev->mtu + 14 + (d->p.vlan_id != USKB_PKTGEN_NO_VLAN ? 4 : 0);
+	if (max <= limit)
+		return 0;
+	snprintf(d->result, RESULT_SZ,
+		 "ERROR: pkt_size %u does not fit the MTU %u of %s (frames of at most %u bytes)", max,
+		 dev->mtu, d->odevname, limit);
+	return -EMSGSIZE;
+}
+
 static void dev_start(struct pg_dev *d)
 {
 	uint64_t t;
 
 	__uskb_pg_setup_inject(d);
+	if (check_mtu(d))
+		return;
 	d->sent_queue = -1;
 	free(d->flows);
 	d->flows = calloc(d->p.cflows ? d->p.cflows : 1, sizeof(*d->flows));

@@ -134,6 +134,9 @@ static void report(void)
 			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
 		if (nerr > 0 || st.errors || !res || strncmp(res, "OK:", 3))
 			cli.failed = true;
+		/* a run that did not start says why on stderr too, whatever the format */
+		if (res && strncmp(res, "OK:", 3))
+			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, res);
 		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
 				   errs = 0;
 		unsigned int size = 0;
