@@ -102,6 +102,14 @@ struct uskb_tls *__uskb_tls_create(void)
 	return t;
 }
 
+/* Give @t's shells and kbufs, ready pairs split first, back to the slab. */
+static void return_caches(struct uskb_tls *t)
+{
+	__uskb_ready_flush(t);
+	__uskb_shell_flush(t, 0);
+	__uskb_kbufs_flush(t);
+}
+
 /* how deep this thread is in the fallback slot: a free it runs may free more */
 static __thread unsigned int fallback_depth;
 
@@ -117,9 +125,7 @@ void __uskb_tls_fallback_put(struct uskb_tls *t)
 {
 	if (--fallback_depth)
 		return;
-	__uskb_ready_flush(t);
-	__uskb_shell_flush(t, 0);
-	__uskb_kbufs_flush(t);
+	return_caches(t);
 	pthread_mutex_unlock(&fallback_lock);
 }
 
@@ -138,9 +144,7 @@ static void fallback_counters(int64_t *sum)
 static void flush_caches(struct uskb_tls *t)
 {
 	__uskb_defer_drain(t, t);
-	__uskb_ready_flush(t);
-	__uskb_shell_flush(t, 0);
-	__uskb_kbufs_flush(t);
+	return_caches(t);
 	uskb_page_frag_cache_drain(&t->frag);
 	__uskb_page_thread_flush();
 }
@@ -195,13 +199,10 @@ void uskb_thread_flush(void)
 			__uskb_defer_drain(t, o);
 	}
 	/* the drains refilled our caches: give those back too */
-	if (fb) {
+	if (fb)
 		__uskb_tls_fallback_put(fb);
-		return;
-	}
-	__uskb_ready_flush(t);
-	__uskb_shell_flush(t, 0);
-	__uskb_kbufs_flush(t);
+	else
+		return_caches(t);
 }
 
 /* Fold every slot's counters into @sum; the live threads and pending deferred skbs. */

@@ -98,7 +98,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
  * __kfree_skb() on this thread. Out of line: uskb_free() stays a short
  * function for the common drop of one user of a shared skb.
  */
-static __attribute__((noinline)) void kfree(struct uskb *skb)
+static __attribute__((noinline)) void kfree_skb_here(struct uskb *skb)
 {
 	struct uskb_tls *t = uskb_tls();
 
@@ -115,7 +115,7 @@ void uskb_free(struct uskb *skb)
 		return;
 	if (!skb_unref(skb))
 		return;
-	kfree(skb);
+	kfree_skb_here(skb);
 }
 
 void uskb_consume(struct uskb *skb)
