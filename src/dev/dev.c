@@ -43,7 +43,7 @@ const char *uskb_dev_strerror(void)
 /* a device's last error: written by its queues' threads, read by anyone */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int __uskb_dev_error(struct uskb_dev *dev, int err, const char *fmt, ...)
+void __uskb_dev_error(struct uskb_dev *dev, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -52,7 +52,6 @@ int __uskb_dev_error(struct uskb_dev *dev, int err, const char *fmt, ...)
 	vsnprintf(dev->last_error, sizeof(dev->last_error), fmt, ap);
 	va_end(ap);
 	pthread_mutex_unlock(&err_lock);
-	return -err;
 }
 
 int uskb_dev_last_error(const struct uskb_dev *dev, char *buf, size_t len)
@@ -279,7 +278,7 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 	if (uskb_unlikely(n < 0 && n != -EINTR)) {
 		char buf[64];
 
-		__uskb_dev_error(dev, -n, "queue %u: %s", queue,
+		__uskb_dev_error(dev, "queue %u: %s", queue,
 				 dev_err[0] ? dev_err : strerror_r(-n, buf, sizeof(buf)));
 	}
 	for (i = 0; i < n; i++)

@@ -272,7 +272,7 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		struct tpacket2_hdr *h = slot(t, t->cur);
 
 		if (too_long(p, t, skb)) {
-			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i], EMSGSIZE,
+			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
 					__uskb_dev_too_long(p->mtu, skb) ? __uskb_dev_too_long_why(skb) :
 									    "larger than a ring slot");
 			continue;
@@ -321,7 +321,6 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 
 			if (too_long(p, t, skb) || sh->frag_list) {
 				__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
-						sh->frag_list ? EINVAL : EMSGSIZE,
 						sh->frag_list ? "a frag_list cannot be sent" :
 								__uskb_dev_too_long_why(skb));
 				continue;
@@ -347,7 +346,7 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 									     USKB_XMIT_BUSY;
 
 		if (fail == USKB_XMIT_DROP)
-			__uskb_dev_error(p->dev, errno, "queue %u: sendmmsg: %s",
+			__uskb_dev_error(p->dev, "queue %u: sendmmsg: %s",
 					 (unsigned int)(t - p->tx), strerror(errno));
 
 		if (sent < 0)
@@ -375,7 +374,7 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 
 	if (uskb_unlikely(!t->ready) && tx_ready(p, t)) {
 		/* queue 0 was set up at open: a later queue failed; the device says why */
-		__uskb_dev_error(dev, EIO, "queue %u: %s", queue, __uskb_dev_fail_text());
+		__uskb_dev_error(dev, "queue %u: %s", queue, __uskb_dev_fail_text());
 		for (int i = 0; i < n; i++) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skbs[i]);

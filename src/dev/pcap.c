@@ -71,7 +71,7 @@ static void pcap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **sk
 		if (uskb_copy_bits(skb, 0, p->buf, (int)caplen) ||
 		    fwrite(rec, sizeof(rec), 1, p->f) != 1 || fwrite(p->buf, caplen, 1, p->f) != 1) {
 			res[i] = USKB_XMIT_DROP;
-			__uskb_dev_error(dev, EIO, "pcap: writing %s: %s", p->path,
+			__uskb_dev_error(dev, "pcap: writing %s: %s", p->path,
 					 ferror(p->f) ? strerror(errno) : "the frame cannot be read");
 		} else {
 			res[i] = USKB_XMIT_OK;
@@ -87,7 +87,7 @@ static void pcap_flush(struct uskb_dev *dev, unsigned int queue)
 
 	(void)queue;
 	if (fflush(p->f) || ferror(p->f))
-		__uskb_dev_error(dev, EIO, "pcap: writing %s: %s", p->path, strerror(errno));
+		__uskb_dev_error(dev, "pcap: writing %s: %s", p->path, strerror(errno));
 }
 
 const struct uskb_dev_ops __uskb_dev_pcap_ops = {

@@ -20,10 +20,10 @@
 USKB_HIDDEN int __uskb_dev_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * An open device failed after its open (a queue it set up late, a lost
- * interface): keep why in @dev (uskb_dev_last_error()), return -@err.
+ * interface): keep why in @dev (uskb_dev_last_error()).
  */
-USKB_HIDDEN int __uskb_dev_error(struct uskb_dev *dev, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+USKB_HIDDEN void __uskb_dev_error(struct uskb_dev *dev, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* the text __uskb_dev_fail() keeps, for a device that fails after open */
 USKB_HIDDEN const char *__uskb_dev_fail_text(void);
 
@@ -38,13 +38,13 @@ USKB_HIDDEN unsigned int __uskb_dev_if_queues(const char *ifname);
 USKB_HIDDEN bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 
 /*
- * Drop @skb, a frame the device cannot send (@why says why, @err is the
- * errno it stands for): it is consumed, its result is USKB_XMIT_DROP, and
- * the device's last error says which queue, how long and why. A run of
- * the same drop on one queue is reported once (no lock per frame).
+ * Drop @skb, a frame the device cannot send (@why says why): it is
+ * consumed, its result is USKB_XMIT_DROP, and the device's last error says
+ * which queue, how long and why. A run of the same drop on one queue is
+ * reported once (no lock per frame).
  */
 USKB_HIDDEN void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
-				 int *res, int err, const char *why);
+				 int *res, const char *why);
 /* why __uskb_dev_too_long() refused @skb, for __uskb_dev_drop() */
 USKB_HIDDEN const char *__uskb_dev_too_long_why(const struct uskb *skb);
 

@@ -92,11 +92,11 @@ static __thread struct {
 } last_drop;
 
 void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb, int *res,
-		     int err, const char *why)
+		     const char *why)
 {
 	if (last_drop.dev != dev || last_drop.open_id != dev->__open_id ||
 	    last_drop.queue != queue || last_drop.len != skb->len || last_drop.why != why) {
-		__uskb_dev_error(dev, err, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue,
+		__uskb_dev_error(dev, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue,
 				 skb->len, dev->mtu, why);
 		last_drop.dev = dev;
 		last_drop.open_id = dev->__open_id;

@@ -349,7 +349,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		uint32_t idx;
 
 		if (__uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
-			__uskb_dev_drop(dev, queue, skb, &res[i], EMSGSIZE,
+			__uskb_dev_drop(dev, queue, skb, &res[i],
 					skb->len > FRAME_SIZE ? "larger than a UMEM frame" :
 								__uskb_dev_too_long_why(skb));
 			continue;
