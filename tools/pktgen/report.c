@@ -128,19 +128,21 @@ static void report(void)
 		const char *res = uskb_pktgen_result(cli.pg, name);
 		char err[256];
 		int nerr = uskb_pktgen_dev_error(cli.pg, name, err, sizeof(err));
-
-		/* a device that failed while sending says why, whatever the format */
-		if (nerr > 0)
-			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
-		if (nerr > 0 || st.errors || !res || strncmp(res, "OK:", 3))
-			cli.failed = true;
-		/* a run that did not start says why on stderr too, whatever the format */
-		if (res && strncmp(res, "OK:", 3))
-			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, res);
+		bool res_ok = res && !strncmp(res, "OK:", 3);
+		/* a run is good when it ran, counted no error and its device did not fail */
+		bool ok = res_ok && !st.errors && nerr <= 0;
 		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
 				   errs = 0;
 		unsigned int size = 0;
 		int frags = 0;
+
+		/* why a device failed, or a run did not start, goes to stderr whatever the format */
+		if (nerr > 0)
+			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
+		if (res && !res_ok)
+			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, res);
+		if (!ok)
+			cli.failed = true;
 
 		if (!cli.json) {
 			uskb_pktgen_read(cli.pg, name, buf, 65536);
@@ -164,7 +166,7 @@ static void report(void)
 		       "\"packets\": %llu, \"pkt_size\": %u, \"frags\": %d, \"pps\": %llu, "
 		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"tx_bytes\": %" PRIu64
 		       ", \"result\": ",
-		       nerr > 0 || errs ? "false" : "true", us, busy, idle, sofar, size, frags, pps, mb,
+		       ok ? "true" : "false", us, busy, idle, sofar, size, frags, pps, mb,
 		       bps, errs, st.tx_bytes);
 		json_str(res);
 		if (nerr > 0) {
