@@ -166,7 +166,7 @@ $(BUILD)/tools/uskb-pktgen: $(TOOL_OBJS) $(ALL_A)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
-tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS)
+tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS) $(EX_BINS)
 
 # shell tests run from the build directory like the C ones
 $(BUILD)/test/%: test/%.sh
@@ -246,7 +246,10 @@ install: lib tools
 	install -m 644 $(PCS) $(DESTDIR)$(LIBDIR)/pkgconfig/
 	@# the live system (no DESTDIR) finds the new libraries at once
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then echo ldconfig; ldconfig; fi
-	install -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+	@# pages as files, their other names as the same relative links as in the tree
+	cd man/man3 && for f in *.3; do \
+		if [ -L $$f ]; then ln -sfn $$(readlink $$f) $(DESTDIR)$(MANDIR)/man3/$$f; \
+		else install -m 644 $$f $(DESTDIR)$(MANDIR)/man3/; fi; done
 
 uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/uskb
