@@ -7,7 +7,7 @@
 #   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen)
 set -eu
 
-pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev"
+pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev man-db"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng"
 
 missing=""
