@@ -85,6 +85,13 @@ up)
 	for side in "$na $da 198.18.0.1 fd00::1" "$nb $db 198.18.0.2 fd00::2"; do
 		set -- $side
 		ip -n "$1" link set lo up
+		# quiet ends: no link-local address and no router solicitation; the
+		# multicast listener reports for fd00::/64 go out at once, while the
+		# pair is made, so that afterwards each end receives only what is sent
+		ip netns exec "$1" sysctl -qw net.ipv6.conf."$2".addr_gen_mode=1 \
+			net.ipv6.conf."$2".router_solicitations=0 net.ipv6.conf."$2".accept_ra=0 \
+			net.ipv6.conf."$2".mldv2_unsolicited_report_interval=0 \
+			net.ipv6.conf."$2".mldv1_unsolicited_report_interval=0
 		ip -n "$1" addr add "$3/24" dev "$2"
 		ip -n "$1" addr add "$4/64" dev "$2" nodad
 		ip -n "$1" link set "$2" up
@@ -94,6 +101,17 @@ up)
 	ip -n "$na" neigh replace fd00::2 lladdr 02:00:00:00:00:02 dev "$da" nud permanent
 	ip -n "$nb" neigh replace fd00::1 lladdr 02:00:00:00:00:01 dev "$db" nud permanent
 	[ -n "$obj" ] && ip -n "$nb" link set dev "$db" xdp obj "$obj" sec xdp
+	# the listener reports go out as the carrier comes up: wait until both ends
+	# have received something and then nothing for 100 ms (at most 2 s)
+	last="" still=0
+	for _ in $(seq 100); do
+		now=$(ip netns exec "$na" cat /sys/class/net/"$da"/statistics/rx_packets):$(
+			ip netns exec "$nb" cat /sys/class/net/"$db"/statistics/rx_packets)
+		case $now in 0:* | *:0) still=0 ;; "$last") still=$((still + 1)) ;; *) still=0 ;; esac
+		[ $still -ge 5 ] && break
+		last=$now
+		sleep 0.02
+	done
 	trap - EXIT
 	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")"
 	;;

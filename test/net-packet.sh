@@ -119,10 +119,17 @@ out=$(ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 5 --imix "100
 [ $? = 3 ] && grep -q "pkt_size 1100 does not fit the MTU 1000" "$tmp/err" ||
 	bad "oversized imix: $out $(cat "$tmp/err")"
 # --veth: a pair made for the run, removed after it, also on Ctrl-C
+# (a stale pair of a process that no longer exists is removed first; 9999990
+# is above any pid_max, so no such process can exist)
+"$net" up -p uv9999990 >/dev/null || bad "netns-veth.sh up -p uv9999990"
 out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")
 grep -q '"packets": 500,' <<<"$out" || bad "--veth: $out"
-rx=$(sed -n 's/.* received \([0-9]*\) packets.*/\1/p' "$tmp/err")
-[ -n "$rx" ] && [ "$rx" -ge 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
+# the peer received exactly what was sent: the ends are quiet, nothing else arrives
+grep -q '"peer_received": 500}' <<<"$out" || bad "--veth: JSON peer_received: $out"
+rx=$(sed -n 's/.* received \([0-9]*\) packets; the pair is removed$/\1/p' "$tmp/err")
+[ "$rx" = 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
+grep -q "removed the pair uv9999990-a/uv9999990-b left by process 9999990" "$tmp/err" &&
+	! ip netns list | grep -q '^uv9999990-' || bad "--veth: stale pair: $(cat "$tmp/err")"
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
 # --veth -i KIND: the kind and its options land on the veth end
@@ -147,5 +154,33 @@ wait $vp || bad "--veth interrupted: exit $?"
 kill $guard 2>/dev/null
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
+
+# a second Ctrl-C soon after the first, and kill -9: the pair still goes
+# (its guardian process removes it once the tool is gone, whatever killed it)
+pair_gone_within() { # PID: wait up to 10 s for uvPID-a and -b to disappear
+	for _ in $(seq 100); do
+		ls /run/netns 2>/dev/null | grep -q "^uv$1-" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+for how in "INT 0.005" "INT 0.015" "INT 0.030" "KILL"; do
+	set -- $how
+	"$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
+	vp=$!
+	for _ in $(seq 100); do
+		ip netns list | grep -q "^uv$vp-b" && break
+		sleep 0.1
+	done
+	sleep 0.3
+	if [ "$1" = INT ]; then
+		kill -INT $vp; sleep "$2"; kill -INT $vp 2>/dev/null
+	else
+		kill -KILL $vp
+	fi
+	wait $vp 2>/dev/null
+	pair_gone_within $vp || bad "--veth after SIG$how left: $(ip netns list | grep "^uv$vp-")"
+	ip netns list | grep "^uv$vp-" | while read -r n _; do ip netns del "$n"; done
+done
 echo "$fail failed"
 [ $fail = 0 ]

@@ -28,6 +28,7 @@ struct cli {
 	int verbose, quiet, json, dry_run;
 	double duration;
 	bool failed; /* a device counted errors or failed: the exit status says so */
+	bool veth;   /* --veth: the JSON gives what the peer received */
 };
 extern struct cli cli;
 extern volatile sig_atomic_t cli_interrupted;
@@ -67,7 +68,9 @@ int cli_rx(const struct options *o);
 
 /* veth.c: make the pair, enter its first end, and point the options at it */
 void veth_use(struct options *o);
-/* say what the peer received */
+/* packets the peer's end received since the pair was made, -1 if unknown */
+long long veth_peer_received(void);
+/* remove the pair and say what the peer received and whether the pair is gone */
 void veth_report(void);
 
 #endif

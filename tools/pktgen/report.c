@@ -173,6 +173,8 @@ static void report(void)
 			printf(", \"device_error\": ");
 			json_str(err);
 		}
+		if (cli.veth)
+			printf(", \"peer_received\": %lld", veth_peer_received());
 		printf("}\n");
 	}
 	fflush(stdout);

@@ -6,9 +6,11 @@
  * its first end.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -18,7 +20,7 @@
 
 static char prefix[16], veth_ns[2][32], veth_if[2][32];
 static const char *script;
-static bool made;
+static long long peer_rx0 = -1;
 
 /* the script of the sources this tool was built from, else the installed one */
 static const char *find_script(void)
@@ -31,8 +33,8 @@ static const char *find_script(void)
 	return NULL;
 }
 
-/* the script with @cmd, quietly; its exit status, or -1 */
-static int run_script_cmd(const char *cmd)
+/* the script with @cmd for @pfx, quietly, in a process group of its own: its exit status, or -1 */
+static int run_script_cmd(const char *cmd, const char *pfx)
 {
 	pid_t pid = fork();
 	int st;
@@ -47,7 +49,7 @@ static int run_script_cmd(const char *cmd)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execlp("sh", "sh", script, cmd, "-p", prefix, (char *)NULL);
+		execlp("sh", "sh", script, cmd, "-p", pfx, (char *)NULL);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)
@@ -56,12 +58,128 @@ static int run_script_cmd(const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* the pair is gone when neither namespace is listed any more */
+static bool pair_gone(const char *pfx)
+{
+	char path[64];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/run/netns/%s-%c", pfx, 'a' + i);
+		if (access(path, F_OK) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* true when the pair is gone; otherwise say how to remove it */
+static bool check_gone(void)
+{
+	if (pair_gone(prefix))
+		return true;
+	fprintf(stderr, "uskb-pktgen: --veth: the pair %s-a/%s-b was not removed: run '%s down -p %s'\n",
+		prefix, prefix, script, prefix);
+	return false;
+}
+
+/*
+ * The guardian: a child, in a process group of its own and deaf to Ctrl-C,
+ * that waits for its end of a pipe to close and then removes the pair. The
+ * pipe closes when this process exits for any reason, a second Ctrl-C or
+ * kill -9 included, so the pair never outlives the run.
+ */
+static pid_t guardian = -1;
+static int guardian_fd = -1;
+
+static void guardian_start(void)
+{
+	sigset_t all, old;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	/* no signal between fork and the child's SIG_IGN: block them across the fork */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	guardian = fork();
+	if (guardian == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		ssize_t n;
+		char c;
+
+		close(p[1]);
+		if (null >= 0) /* stdout may be a pipe its reader waits on: not ours to hold */
+			dup2(null, 1);
+		setpgid(0, 0);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		run_script_cmd("down", prefix);
+		if (n == 1) /* an orderly end: the tool says what became of the pair */
+			_exit(pair_gone(prefix) ? 0 : 1);
+		/* killed: nobody else will say it */
+		if (check_gone())
+			fprintf(stderr, "uskb-pktgen: --veth: the run was killed; the pair %s-a/%s-b "
+					"is removed\n", prefix, prefix);
+		_exit(pair_gone(prefix) ? 0 : 1);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(p[0]);
+	if (guardian < 0)
+		close(p[1]);
+	else
+		guardian_fd = p[1];
+}
+
+/* remove the pair now (the guardian does it) and say whether it is gone */
 static void veth_down(void)
 {
-	if (!made)
+	int st;
+
+	if (guardian_fd < 0)
 		return;
-	made = false;
-	run_script_cmd("down");
+	if (write(guardian_fd, "q", 1) != 1) /* an orderly end: the guardian stays quiet */
+		fprintf(stderr, "uskb-pktgen: --veth: telling the guardian: %s\n", strerror(errno));
+	close(guardian_fd);
+	guardian_fd = -1;
+	while (waitpid(guardian, &st, 0) < 0 && errno == EINTR)
+		;
+	check_gone();
+}
+
+/*
+ * Pairs left by runs that cannot clean up any more (a kill -9 before the
+ * guardian existed, a crash of the machine): their names carry the pid of a
+ * process that no longer exists.
+ */
+static void remove_stale_pairs(void)
+{
+	DIR *d = opendir("/run/netns");
+	struct dirent *e;
+	char pfx[16];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		unsigned long pid;
+		int n = 0;
+
+		if (sscanf(e->d_name, "uv%lu-a%n", &pid, &n) != 1 || n == 0 || e->d_name[n] ||
+		    pid == 0 || pid > 9999999)
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(pfx, sizeof(pfx), "uv%lu", pid);
+		if (run_script_cmd("down", pfx) == 0 && pair_gone(pfx))
+			fprintf(stderr, "uskb-pktgen: --veth: removed the pair %s-a/%s-b left by "
+					"process %lu, which no longer exists\n", pfx, pfx, pid);
+		else
+			fprintf(stderr, "uskb-pktgen: --veth: could not remove the stale pair %s-a/%s-b\n",
+				pfx, pfx);
+	}
+	closedir(d);
 }
 
 /* received packets of @ifname in this thread's network namespace, -1 if unknown */
@@ -125,9 +243,15 @@ static void veth_up(void)
 		snprintf(veth_ns[i], sizeof(veth_ns[i]), "%s-%c", prefix, 'a' + i);
 		snprintf(veth_if[i], sizeof(veth_if[i]), "%s%d", prefix, i);
 	}
-	made = true;
+	remove_stale_pairs();
+	guardian_start();
+	if (guardian < 0) {
+		fprintf(stderr, "uskb-pktgen: --veth: cannot start the process that removes the pair: %s\n",
+			strerror(errno));
+		exit(2);
+	}
 	atexit(veth_down);
-	if (run_script_cmd("up")) {
+	if (run_script_cmd("up", prefix)) {
 		fprintf(stderr, "uskb-pktgen: --veth: %s could not set up the veth pair (iproute2 "
 				"installed? network namespaces allowed here?)\n", script);
 		exit(2);
@@ -139,6 +263,8 @@ static void veth_up(void)
 		exit(2);
 	}
 	close(fd);
+	/* what arrives from now on is the run's (netns-veth.sh keeps the ends quiet) */
+	peer_rx0 = veth_peer_rx();
 }
 
 void veth_use(struct options *o)
@@ -147,6 +273,7 @@ void veth_use(struct options *o)
 	const char *kind = o->dev ? o->dev : "packet", *opts = strchr(kind, ':');
 
 	veth_up();
+	cli.veth = true;
 	/* packet[:[:]OPTS] or xdp[:[:]OPTS]: the options follow the interface */
 	snprintf(vdev, sizeof(vdev), "%.*s:%s%s", (int)(opts ? opts - kind : (long)strlen(kind)), kind,
 		 veth_if[0], !opts ? "" : opts[1] == ':' ? opts + 1 : opts);
@@ -157,8 +284,18 @@ void veth_use(struct options *o)
 		o->dst_mac = "02:00:00:00:00:02";
 }
 
+long long veth_peer_received(void)
+{
+	long long now = peer_rx0 < 0 ? -1 : veth_peer_rx();
+
+	return now < 0 ? -1 : now - peer_rx0;
+}
+
 void veth_report(void)
 {
-	fprintf(stderr, "uskb-pktgen: %s (in %s) received %lld packets; the pair is removed\n",
-		veth_if[1], veth_ns[1], veth_peer_rx());
+	long long rx = veth_peer_received();
+
+	veth_down();
+	fprintf(stderr, "uskb-pktgen: %s (in %s) received %lld packets; the pair is %s\n", veth_if[1],
+		veth_ns[1], rx, pair_gone(prefix) ? "removed" : "NOT removed");
 }
