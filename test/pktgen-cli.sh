@@ -102,5 +102,23 @@ grep -q 'dst_min: 198.18.0.0  dst_max: 198.18.0.3$' <<<"$out" || bad "-d range: 
 timeout 10 "$pg" -n 1 >/dev/null 2>"$tmp/err"
 [ $? = 1 ] && grep -q "null, pcap:FILE, packet:IFNAME, xdp:IFNAME" "$tmp/err" || bad "no device: $(cat "$tmp/err")"
 
+# device names: too long or holding a separator are refused, never cut, and make no file
+mkdir "$tmp/names"
+long=$(printf 'n%.0s' $(seq 200))
+refused "-i: the device name has $((5 + ${#tmp} + 7 + 200)) characters; at most 127" -i "pcap:$tmp/names/$long"
+refused "-i: the device name has 130 characters; at most 125 can be used" -t 3 \
+	-i "pcap:$tmp/names/${long:0:$((130 - 5 - ${#tmp} - 7))}"
+refused "-i: a device name cannot hold a space" -i "pcap:$tmp/names/a b"
+printf 'pg_thread 0 "add_device pcap:%s/names/%s"\n' "$tmp" "$long" >"$tmp/long.pg"
+timeout 10 "$pg" --script "$tmp/long.pg" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && grep -q "device name longer than 127 characters" "$tmp/err" && ! grep -q "no error" "$tmp/err" ||
+	bad "--script add_device of 200 characters: exit $rc: $(cat "$tmp/err")"
+[ -z "$(ls "$tmp/names")" ] || bad "a refused name made a file: $(ls "$tmp/names")"
+# --json is valid UTF-8 whatever bytes a name holds: a bad byte becomes U+FFFD, a control \u00XX
+out=$(timeout 10 "$pg" -i "pcap:$tmp/names/"$'caf\xc3\xa9\x01\xff' -n 1 -q --json)
+iconv -f UTF-8 -t UTF-8 <<<"$out" >/dev/null 2>&1 && grep -qF 'café\u0001\ufffd"' <<<"$out" ||
+	bad "--json of a name with bad UTF-8: $out"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

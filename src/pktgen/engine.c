@@ -139,9 +139,15 @@ static int thread_write(struct uskb_pktgen *pg, struct pg_thread *t, const char 
 	int err;
 
 	if (!strcmp(name, "add_device")) {
-		char f[NAME_SZ];
+		char f[NAME_SZ + 1];
 
+		/* one character more than a name may have: a longer one is refused, never cut */
 		__uskb_pg_word(f, sizeof(f), v);
+		if (strlen(f) >= NAME_SZ) {
+			snprintf(t->result, RESULT_SZ, "ERROR: device name longer than %d characters: %.40s...",
+				 NAME_SZ - 1, f);
+			return -ENAMETOOLONG;
+		}
 		err = add_device(pg, t, f);
 		if (!err)
 			snprintf(t->result, RESULT_SZ, "OK: add_device=%s", f);

@@ -309,6 +309,25 @@ void cli_check_device(struct options *o)
 		die_usage("%s", "-t: at least one thread");
 	if (o->first + o->threads > 4096)
 		die_usage("%s", "-f + -t: at most 4096 threads");
+	if (o->dev) {
+		/* the engine's names have at most 127 characters, "@THREAD" included */
+		char last[32];
+		size_t max = 127;
+
+		if (o->threads > 1)
+			max -= (size_t)snprintf(last, sizeof(last), "@%lu", o->first + o->threads - 1);
+		if (strpbrk(o->dev, "\" \t\r\n")) {
+			fprintf(stderr, "uskb-pktgen: -i: a device name cannot hold a space, tab, newline "
+					"or '\"': pktgen's commands end a name there\n");
+			exit(1);
+		}
+		if (strlen(o->dev) > max) {
+			fprintf(stderr, "uskb-pktgen: -i: the device name has %zu characters; at most %zu "
+					"can be used%s\n", strlen(o->dev), max,
+				o->threads > 1 ? " (127 with the @THREAD of each thread)" : "");
+			exit(1);
+		}
+	}
 	if (cli.duration > 0 && !o->count_set)
 		o->count = 0;
 }

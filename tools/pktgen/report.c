@@ -100,18 +100,45 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
+/* length of the well-formed UTF-8 sequence at @s (RFC 3629), 0 if there is none */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 :
+		s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* no overlong forms, no surrogates, nothing past U+10FFFF */
+	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 3 && s[0] == 0xed && s[1] > 0x9f) ||
+	    (n == 4 && s[0] == 0xf0 && s[1] < 0x90) || (n == 4 && s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* @s as a JSON string: escaped, and valid UTF-8 whatever the bytes (U+FFFD for a bad one) */
 void json_str(const char *s)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if (*s == '\n')
-			printf("\\n");
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
+	while (*p) {
+		int n = utf8_len(p);
+
+		if (!n) {
+			fputs("\\ufffd", stdout);
+			p++;
+		} else if (*p == '"' || *p == '\\') {
+			printf("\\%c", *p++);
+		} else if (*p == '\n') {
+			fputs("\\n", stdout);
+			p++;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			printf("\\u%04x", *p++);
+		} else {
+			fwrite(p, 1, (size_t)n, stdout);
+			p += n;
+		}
 	}
 	putchar('"');
 }

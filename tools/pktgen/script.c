@@ -17,7 +17,8 @@ void proc_cmd(const char *file, const char *cmd)
 	int err = uskb_pktgen_write(cli.pg, file, cmd);
 	const char *res = uskb_pktgen_result(cli.pg, file);
 	/* a device that could not be opened: its reason names the fix, so it comes first */
-	bool dev_failed = err && err != -EBUSY && err != -ENOENT && !strncmp(cmd, "add_device", 10);
+	bool dev_failed = err && err != -EBUSY && err != -ENOENT && err != -ENAMETOOLONG &&
+			  !strncmp(cmd, "add_device", 10);
 
 	if (cli.dry_run)
 		printf("%s > %s\n", cmd, file); /* what would run, as functions.sh writes it */
