@@ -149,6 +149,11 @@ sleep 0.7
 ip netns exec "$nb" timeout 20 "$pg" --rx "xdp:$b" -q --duration 1 >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc = 5 ] && grep -q "taken by another AF_XDP socket" "$tmp/err" || bad "second receiver: exit $rc: $(cat "$tmp/err")"
+# a second generator on the queue: the device's reason is its first and only line
+ip netns exec "$nb" timeout 20 "$pg" -i "xdp:$b" -q -n 10 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "^uskb-pktgen: xdp:$b: queue 0 is taken by another AF_XDP socket" "$tmp/err" ||
+	bad "second generator on a taken queue: exit $rc: $(cat "$tmp/err")"
 kill -INT $rxp
 wait $rxp
 # an XDP program of someone else's: ours does not replace it

@@ -16,9 +16,14 @@ void proc_cmd(const char *file, const char *cmd)
 {
 	int err = uskb_pktgen_write(cli.pg, file, cmd);
 	const char *res = uskb_pktgen_result(cli.pg, file);
-	/* a device that could not be opened: its reason names the fix, so it comes first */
-	bool dev_failed = err && err != -EBUSY && err != -ENOENT && err != -ENAMETOOLONG &&
-			  !strncmp(cmd, "add_device", 10);
+	/*
+	 * A device that could not be opened (a missing interface, a taken xdp:
+	 * queue): its reason names the fix, so it comes first. The device layer
+	 * says "no error" when add_device failed before any open (a name used
+	 * twice is -EBUSY too).
+	 */
+	bool dev_failed = err && err != -ENOENT && err != -ENAMETOOLONG &&
+			  !strncmp(cmd, "add_device", 10) && strcmp(uskb_dev_strerror(), "no error");
 
 	if (cli.dry_run)
 		printf("%s > %s\n", cmd, file); /* what would run, as functions.sh writes it */
