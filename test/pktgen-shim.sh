@@ -62,7 +62,9 @@ done
 echo "Running... ctrl^C to stop" >&2
 pg_ctrl "start"
 for ((thread = $F_THREAD; thread <= $L_THREAD; thread++)); do
-    echo "Device: ${DEV}@${thread}"
+    dev=${DEV}@${thread}
+    echo "Device: $dev"
+    cat /proc/net/pktgen/$dev | grep -A2 "Result:"
 done
 SAMPLE
 chmod +x "$tmp/sample.sh"
@@ -70,13 +72,24 @@ chmod +x "$tmp/sample.sh"
 out=$("$tmp/sample.sh" -i null -t 2 -n 5000 -d 198.18.0.0/30 -p 9-19 -k 2>"$tmp/err")
 rc=$?
 [ $rc -eq 0 ] || bad "sample exit $rc: $(cat "$tmp/err")"
-[ "$(grep -c '^Result: OK: ' <<<"$out")" = 2 ] || bad "two result lines wanted: $out"
+# two status blocks, then the two result lines the sample's cat shows again; nothing else
+[ "$(grep -c '^Result: OK: ' <<<"$out")" = 4 ] || bad "2 + 2 result lines wanted: $out"
+grep -q ' > ' <<<"$out" && bad "the commands were echoed: $out"
 grep -q 'pkts-sofar: 5000  errors: 0' <<<"$out" || bad "5000 packets per device"
 grep -q 'dst_min: 198.18.0.0  dst_max: 198.18.0.3' <<<"$out" || bad "CIDR range not applied"
 grep -q 'udp_dst_min: 9  udp_dst_max: 19' <<<"$out" || bad "port range not applied"
 grep -q 'Flags: UDPDST_RND  UDPCSUM  NO_TIMESTAMP  QUEUE_MAP_CPU' <<<"$out" || bad "flags: $(grep Flags <<<"$out")"
 grep -q 'burst: 32' <<<"$out" || bad "burst"
 grep -q 'Device: null@1' <<<"$out" || bad "sample did not finish"
+# its last line, "cat /proc/net/pktgen/$dev | grep -A2 Result:", reads what the run left
+[ "$(grep -A1 '^Device: null@1$' <<<"$out" | tail -n 1 | cut -c1-12)" = "Result: OK: " ] ||
+	bad "cat /proc/net/pktgen/null@1 after the run: $(grep -A3 '^Device: null@1$' <<<"$out")"
+# other reads are cat's own; a device that never ran is missing, as in /proc
+(
+	source "$tmp/functions.sh"
+	[ "$(cat "$tmp/sample.sh" | head -n 1)" = "#!/bin/bash" ] || echo "FAIL: cat of a file"
+	cat /proc/net/pktgen/nodev 2>&1 | grep -q "No such file" || echo "FAIL: cat of a missing device"
+) | grep FAIL && bad "the shim's cat"
 ls /tmp/uskb-pktgen-script.* >/dev/null 2>&1 && [ -n "$(find /tmp -maxdepth 1 -name 'uskb-pktgen-script.*' -newer "$tmp/sample.sh")" ] &&
 	bad "script file left behind"
 

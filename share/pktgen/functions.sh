@@ -5,8 +5,9 @@
 # unchanged when copied beside this file and parameters.sh, on a kernel
 # without pktgen. There is no /proc/net/pktgen: each command is checked at
 # once by replaying the commands so far (uskb-pktgen --script --dry-run) and
-# "pg_ctrl start" runs them all, then prints every device's status block
-# (which the samples' final "cat /proc/net/pktgen/DEV" cannot).
+# "pg_ctrl start" runs them all, then prints every device's status block and
+# keeps it, so that the samples' final "cat /proc/net/pktgen/DEV" (a shell
+# function here) shows it.
 # Written for uskb; the function names and behaviour follow the kernel's.
 
 # -- the program --
@@ -41,13 +42,46 @@ function info() {
 ## -- the commands, kept in a script until "pg_ctrl start" --
 export PROC_DIR=/proc/net/pktgen # what the samples print; nothing is there
 
-# The script file, made on first use and removed when the shell exits.
+# The script file and the directory that stands in for /proc/net/pktgen
+# after a run, made on first use and removed when the shell exits.
 function _uskb_script() {
 	if [ -z "$USKB_PG_SCRIPT" ]; then
 		USKB_PG_SCRIPT=$(mktemp /tmp/uskb-pktgen-script.XXXXXX) || err 4 "cannot create a temporary file"
-		export USKB_PG_SCRIPT
-		trap 'rm -f "$USKB_PG_SCRIPT"' EXIT
+		USKB_PG_PROC=$(mktemp -d /tmp/uskb-pktgen-proc.XXXXXX) || err 4 "cannot create a temporary directory"
+		export USKB_PG_SCRIPT USKB_PG_PROC
+		trap 'rm -rf "$USKB_PG_SCRIPT" "$USKB_PG_PROC"' EXIT
 	fi
+}
+
+# A device's file, as "cat /proc/net/pktgen/DEV" shows it once the run is
+# over: "pg_ctrl start" saves each status block under the device's name
+# (a "/" in it, as in pcap:/tmp/x.pcap, written as %2F).
+function _uskb_save_blocks() {
+	awk -v dir="$USKB_PG_PROC" '
+		/^Params: / { if (f) close(f); f = "" }
+		/^     frags: .* ifname: / && !f { n = $NF; gsub("/", "%2F", n); f = dir "/" n; printf "%s", head > f }
+		/^Params: / { head = $0 "\n"; next }
+		f && !/^$/ { print > f }'
+}
+
+# The samples end with "cat /proc/net/pktgen/$DEV": such reads are served
+# from what the run saved; every other cat is the real one.
+function cat() {
+	local a saved rc=0
+	for a in "$@"; do
+		[[ "$a" == "$PROC_DIR"/* ]] || { command cat "$@"; return; }
+	done
+	for a in "$@"; do
+		saved=${a#"$PROC_DIR"/}
+		saved=${USKB_PG_PROC:-}/${saved//\//%2F}
+		if [ -n "${USKB_PG_PROC:-}" ] && [ -f "$saved" ]; then
+			command cat "$saved"
+		else
+			echo "cat: $a: No such file or directory" >&2
+			rc=1
+		fi
+	done
+	return $rc
 }
 
 function pg_ctrl() {
@@ -89,14 +123,16 @@ function proc_cmd() {
 		return 0 # uskb-pktgen stops on SIGINT by itself
 		;;
 	pgctrl:start)
-		{ cat "$USKB_PG_SCRIPT"; echo "pg_ctrl start"; } |
-			"$USKB_PKTGEN" --script - ${USKB_PKTGEN_OPTS}
+		{ command cat "$USKB_PG_SCRIPT"; echo "pg_ctrl start"; } |
+			"$USKB_PKTGEN" --script - ${USKB_PKTGEN_OPTS} >"$USKB_PG_PROC/.out"
 		status=${PIPESTATUS[1]}
+		command cat "$USKB_PG_PROC/.out"
+		_uskb_save_blocks <"$USKB_PG_PROC/.out"
 		;;
 	*)
 		echo "$line" >>"$USKB_PG_SCRIPT"
 		appended=yes
-		"$USKB_PKTGEN" --script "$USKB_PG_SCRIPT" --dry-run
+		"$USKB_PKTGEN" --script "$USKB_PG_SCRIPT" --dry-run >/dev/null # its echo of the commands is not ours to print
 		status=$?
 		;;
 	esac
