@@ -72,6 +72,23 @@ for mode in ring mmsg; do
 	echo "$mode: $N sent, $((after - before)) received, byte for byte as built"
 done
 
+# no source given: the interface's own addresses (198.18.0.1, fd00::1), as the kernel takes them
+ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/src.pcap" -q 2>"$tmp/cap.err" &
+cap=$!
+for _ in $(seq 50); do grep -q "Capturing on" "$tmp/cap.err" && break; sleep 0.1; done
+sleep 0.3
+ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -m 02:00:00:00:00:02 -d 198.18.0.2 >/dev/null ||
+	bad "IPv4 run without a source"
+ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -6 -m 02:00:00:00:00:02 -d fd00::2 >/dev/null ||
+	bad "IPv6 run without a source"
+sleep 0.5
+kill -INT $cap
+wait $cap
+cap=""
+srcs=$(tshark -r "$tmp/src.pcap" -T fields -e ip.src -e ipv6.src 2>/dev/null | tr -d '\t' | sort |
+	uniq -c | awk '{ printf "%s %s; ", $1, $2 }')
+[ "$srcs" = "20 198.18.0.1; 20 fd00::1; " ] || bad "sources without src_min / src6: $srcs"
+
 # --rx: the receiving uskb-pktgen counts every packet once, with latencies
 for mode in ring mmsg; do
 	ip netns exec "$nb" timeout 60 "$pg" --rx "${p}1" -n $N --duration 30 --json -q >"$tmp/rx.json" &

@@ -116,6 +116,12 @@ struct uskb_dev {
 	 */
 	char last_error[160];
 	uint64_t __open_id; /* library-private: unique per uskb_dev_open() */
+	/**
+	 * The kernel interface the device sends on (packet:, xdp:), in the
+	 * network namespace it was opened in; 0 for devices without one
+	 * (null, pcap). pktgen takes an unset source address from it.
+	 */
+	unsigned int ifindex;
 };
 
 /**

@@ -33,6 +33,9 @@ int __uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const
 	if (ioctl(fd, SIOCGIFMTU, &ifr))
 		return __uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
 	dev->mtu = (unsigned int)ifr.ifr_mtu;
+	if (ioctl(fd, SIOCGIFINDEX, &ifr))
+		return __uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
+	dev->ifindex = (unsigned int)ifr.ifr_ifindex;
 	return 0;
 }
 

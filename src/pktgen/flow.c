@@ -6,11 +6,51 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "pg.h"
+
+/*
+ * As pktgen_setup_inject() does when no source is set: the interface's
+ * first IPv4 address, or for IPv6 its link-local address ("use linklevel
+ * address if unconfigured"); where the kernel would then give up, an
+ * interface with only other IPv6 addresses gives its first one. Devices
+ * without an interface, or an interface without such an address, leave
+ * the source at zero.
+ */
+static void iface_source(struct pg_dev *d, bool ip6)
+{
+	unsigned int ifindex = d->nd->dev->ifindex;
+	struct ifaddrs *ifa, *i;
+	bool found = false;
+
+	if (!ifindex || getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || !i->ifa_name || if_nametoindex(i->ifa_name) != ifindex)
+			continue;
+		if (!ip6 && i->ifa_addr->sa_family == AF_INET) {
+			d->p.src_min.addr = d->p.src_max.addr =
+				((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+			break;
+		}
+		if (ip6 && i->ifa_addr->sa_family == AF_INET6) {
+			const struct in6_addr *a = &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+
+			if (found && !IN6_IS_ADDR_LINKLOCAL(a))
+				continue;
+			memcpy(&d->p.cur_in6_saddr, a, 16);
+			found = true;
+			if (IN6_IS_ADDR_LINKLOCAL(a))
+				break;
+		}
+	}
+	freeifaddrs(ifa);
+}
 
 /* pktgen_setup_inject(): the headers of a run's first packet */
 void __uskb_pg_setup_inject(struct pg_dev *d)
@@ -24,14 +64,21 @@ void __uskb_pg_setup_inject(struct pg_dev *d)
 	memcpy(d->hh + 6, pg_zero_mac(d->p.src_mac) ? d->nd->dev->mac : d->p.src_mac, 6);
 	memcpy(d->hh, d->p.dst_mac, 6);
 	if (d->p.flags & F_IPV6) {
+		static const struct in6_addr any = IN6ADDR_ANY_INIT;
+
 		if (d->p.min_pkt_size == 0)
 			d->p.min_pkt_size = 14 + 40 + 8 + 16;
+		if (!memcmp(&d->p.cur_in6_saddr, &any, 16))
+			iface_source(d, true);
 	} else {
 		if (d->p.min_pkt_size == 0)
 			d->p.min_pkt_size = 14 + 20 + 8 + 16;
-		/* no address on our devices: an unset source stays 0.0.0.0 */
-		d->p.src_min.addr = d->p.src_min.str[0] ? d->p.src_min.addr : 0;
-		d->p.src_max.addr = d->p.src_min.str[0] ? d->p.src_max.addr : 0;
+		/* no src_min: no source range; neither: the interface's address, else 0.0.0.0 */
+		if (!d->p.src_min.str[0]) {
+			d->p.src_min.addr = d->p.src_max.addr = 0;
+			if (!d->p.src_max.str[0])
+				iface_source(d, false);
+		}
 	}
 	d->p.cur_pkt_size = d->p.min_pkt_size;
 	if (d->p.min_pkt_size > d->p.max_pkt_size)

@@ -403,14 +403,6 @@ void cli_setup_devices(const struct options *o)
 
 			proc_cmdf(name, "delay %.0f", bits * 1000.0 * (double)o->burst / per);
 		}
-		if (o->use_veth) {
-			if (o->ip6) {
-				proc_cmd(name, "src6 fd00::1");
-			} else {
-				proc_cmd(name, "src_min 198.18.0.1");
-				proc_cmd(name, "src_max 198.18.0.1");
-			}
-		}
 		for (int a = 0; a < o->ncmds; a++)
 			proc_cmd(name, o->cmds[a]);
 		if (o->debug) {
