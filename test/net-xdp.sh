@@ -77,13 +77,20 @@ for d in "xdp:$a" "packet:$a"; do
 	sleep 0.7
 	out=$(ip netns exec "$na" timeout 60 "$pg" -i "$d" -t 2 --no-pin "${send[@]}" --ratep 50000 --json) ||
 		bad "$d -t 2: sender failed"
+	# the receiver ends at 2N packets; one that lost some to a busy machine is stopped
+	for _ in $(seq 30); do kill -0 $rxp 2>/dev/null || break; sleep 0.1; done
+	kill -INT $rxp 2>/dev/null
 	wait $rxp
 	[ "$(grep -c "\"packets\": $N," <<<"$out")" = 2 ] || bad "$d -t 2: $out"
 	r=$(cat "$tmp/rx.json")
-	# two sender threads number their packets alike: one stream, each number twice
-	grep -qF "\"packets\": $((2 * N))," <<<"$r" && grep -qF '"lost": 0,' <<<"$r" &&
-		grep -qF "\"duplicates\": $N," <<<"$r" || bad "$d -t 2 receiver: $r"
-	echo "$d -t 2 on two queues: 2 x $N sent and received"
+	# each thread is a stream of its own (its own UDP source port): none of
+	# its numbers twice or out of order; every packet not counted is one the
+	# kernel counted as dropped (a loaded machine may drop; none may vanish)
+	got=$(json_num packets "$r") dropped=$(json_num rx_dropped "$r")
+	grep -qF '"streams": 2,' <<<"$r" && grep -qF '"duplicates": 0,' <<<"$r" &&
+		grep -qF '"reordered": 0,' <<<"$r" && [ "$got" -le $((2 * N)) ] &&
+		[ $((got + dropped)) -ge $((2 * N)) ] || bad "$d -t 2 receiver: $r"
+	echo "$d -t 2 on two queues: 2 x $N sent, $got received, $dropped dropped by the kernel"
 done
 
 # one thread cycling over both queues (queue_map_min/max) loses nothing (that

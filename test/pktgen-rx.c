@@ -3,7 +3,8 @@
  * The receiving side of pktgen (uskb_pktgen_rx_*): the pktgen header found
  * behind every encapsulation pktgen makes, sequence numbers told apart as
  * lost, reordered and duplicate — across the 32-bit wrap too — streams by
- * source MAC and address, and latency percentiles from known delays.
+ * source MAC, address and UDP source port, and latency percentiles from
+ * known delays.
  */
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -11,6 +12,9 @@
 #include "t.h"
 
 enum { V4, V6, VLAN, QINQ, MPLS, NOT_UDP, BAD_MAGIC };
+
+/* the UDP source port of the frames made next (uskb-pktgen -t N: 9 + thread) */
+static uint16_t udp_sport = 9;
 
 /* a pktgen frame: seq, send time (s, us), arrival at tstamp; mac_last picks the source MAC */
 static struct uskb *frame(int kind, uint32_t seq, uint32_t sec, uint32_t usec, uint64_t tstamp,
@@ -52,6 +56,8 @@ static struct uskb *frame(int kind, uint32_t seq, uint32_t sec, uint32_t usec, u
 		memcpy(p + 12, "\xc6\x12\x00\x01", 4); /* 198.18.0.1 */
 		p += 20;
 	}
+	p[0] = (uint8_t)(udp_sport >> 8);
+	p[1] = (uint8_t)udp_sport;
 	p += 8; /* UDP */
 	if (kind == BAD_MAGIC)
 		w[0] = htonl(0x12345678);
@@ -118,6 +124,20 @@ int main(void)
 		feed(rx, V4, s, 2);
 	st = stats(rx);
 	CHECK(st.streams == 2 && st.duplicates == 2 && st.lost == 4);
+	uskb_pktgen_rx_free(rx);
+
+	/* two sender threads: same MAC and address, own UDP source ports, numbers interleaved */
+	rx = uskb_pktgen_rx_new();
+	for (s = 1; s <= 50; s++) {
+		udp_sport = 9;
+		feed(rx, V4, s, 1);
+		udp_sport = 10;
+		feed(rx, V4, s, 1);
+	}
+	udp_sport = 9;
+	st = stats(rx);
+	CHECK(st.streams == 2 && st.packets == 100);
+	CHECK_EQ(st.lost + st.reordered + st.duplicates, 0);
 	uskb_pktgen_rx_free(rx);
 
 	/* across the 32-bit wrap: nothing lost, nothing reordered; a late one before it */

@@ -135,7 +135,7 @@ USKB_API int uskb_pktgen_dev_error(struct uskb_pktgen *pg, const char *file, cha
  * A receiver of pktgen packets (uskb-pktgen --rx): it finds the pktgen
  * header (magic, sequence number, send time) behind Ethernet, VLAN/SVLAN
  * tags or MPLS labels, IPv4 or IPv6 and UDP, and keeps per stream — a
- * source MAC and source IP address — the count, the sequence numbers never
+ * source MAC, source IP address and UDP source port — the count, the sequence numbers never
  * seen (lost), those that came after a higher one (reordered) and those
  * seen twice (duplicates, within the last 65536), plus a latency histogram
  * (arrival minus the header's send time; sender and receiver must share a

@@ -16,8 +16,11 @@
 #define WINDOW 65536u /* sequence numbers remembered behind the highest */
 #define LAT_BUCKETS (61 * 16)
 
+/* a stream: source MAC, source address (IPv4 in the first 4 of 16), UDP source port */
+#define KEY_LEN (6 + 16 + 2)
+
 struct stream {
-	uint8_t key[22]; /* source MAC + source address (IPv4 in the first 4 of 16) */
+	uint8_t key[KEY_LEN];
 	bool used;
 	uint64_t first, max; /* 32-bit numbers extended: they wrap after 2^32 packets */
 	uint64_t unique;
@@ -53,14 +56,14 @@ void uskb_pktgen_rx_free(struct uskb_pktgen_rx *rx)
  * The pktgen header of @f (@len bytes) into @h, and the stream key; false
  * when this is not a pktgen packet.
  */
-static bool find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22], struct pg_hdr *h)
+static bool find_pgh(const uint8_t *f, unsigned int len, uint8_t key[KEY_LEN], struct pg_hdr *h)
 {
 	unsigned int off = 12, type;
 	int tags = 0;
 
 	if (len < 14)
 		return false;
-	memset(key, 0, 22);
+	memset(key, 0, KEY_LEN);
 	memcpy(key, f + 6, 6);
 	type = (unsigned int)f[12] << 8 | f[13];
 	off = 14;
@@ -101,30 +104,33 @@ static bool find_pgh(const uint8_t *f, unsigned int len, uint8_t key[22], struct
 	} else {
 		return false;
 	}
-	off += 8; /* UDP */
+	if (len < off + 2)
+		return false;
+	memcpy(key + 6 + 16, f + off, 2); /* the UDP source port: one per sender thread */
+	off += 8;
 	if (len < off + sizeof(*h))
 		return false;
 	memcpy(h, f + off, sizeof(*h));
 	return ntohl(h->magic) == USKB_PKTGEN_MAGIC;
 }
 
-static struct stream *find_stream(struct uskb_pktgen_rx *rx, const uint8_t key[22])
+static struct stream *find_stream(struct uskb_pktgen_rx *rx, const uint8_t key[KEY_LEN])
 {
 	unsigned int h = 2166136261u, i;
 
-	for (i = 0; i < 22; i++)
+	for (i = 0; i < KEY_LEN; i++)
 		h = (h ^ key[i]) * 16777619u;
 	for (i = 0; i < MAX_STREAMS; i++) {
 		struct stream *s = &rx->streams[(h + i) % MAX_STREAMS];
 
-		if (s->used && !memcmp(s->key, key, 22))
+		if (s->used && !memcmp(s->key, key, KEY_LEN))
 			return s;
 		if (!s->used) {
 			s->seen = calloc(WINDOW / 64, sizeof(uint64_t));
 			if (!s->seen)
 				return NULL;
 			s->used = true;
-			memcpy(s->key, key, 22);
+			memcpy(s->key, key, KEY_LEN);
 			rx->st.streams++;
 			return s;
 		}
@@ -199,7 +205,7 @@ static uint64_t lat_value(unsigned int b)
 
 bool uskb_pktgen_rx_count(struct uskb_pktgen_rx *rx, const struct uskb *skb, uint64_t now_ns)
 {
-	uint8_t f[128 + sizeof(struct pg_hdr)], key[22];
+	uint8_t f[128 + sizeof(struct pg_hdr)], key[KEY_LEN];
 	unsigned int len = skb->len < sizeof(f) ? skb->len : (unsigned int)sizeof(f);
 	struct stream *s;
 	struct pg_hdr h;

@@ -346,8 +346,12 @@ void cli_setup_devices(const struct options *o)
 			snprintf(name, sizeof(name), "%s", o->dev);
 		proc_cmd(thr, "rem_device_all");
 		proc_cmdf(thr, "add_device %s", name);
-		if (o->threads > 1)
+		if (o->threads > 1) {
 			proc_cmd(name, "flag QUEUE_MAP_CPU");
+			/* one stream per thread, as sample05's flow per thread: its own UDP source port */
+			proc_cmdf(name, "udp_src_min %lu", 9 + (t - o->first));
+			proc_cmdf(name, "udp_src_max %lu", 9 + (t - o->first));
+		}
 		proc_cmdf(name, "count %llu", o->count);
 		proc_cmdf(name, "clone_skb %lu", o->clone);
 		proc_cmdf(name, "pkt_size %lu", o->size);
