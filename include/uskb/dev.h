@@ -122,6 +122,7 @@ struct uskb_dev {
 	 * (null, pcap). pktgen takes an unset source address from it.
 	 */
 	unsigned int ifindex;
+	unsigned int __down; /* library-private: see uskb_dev_running() */
 };
 
 /**
@@ -155,6 +156,12 @@ USKB_API int uskb_dev_last_error(const struct uskb_dev *dev, char *buf, size_t l
  * ':' or without open/xmit, -ENOSPC past 32 types.
  */
 USKB_API int uskb_dev_register(const struct uskb_dev_ops *ops);
+/**
+ * netif_running(): false once the device found its interface deleted or
+ * down (uskb_dev_last_error() says which). It then drops every frame and
+ * stays down: close it and open it again when the interface is back.
+ */
+USKB_API bool uskb_dev_running(const struct uskb_dev *dev);
 /** Flush and close; NULL is ignored. */
 USKB_API void uskb_dev_close(struct uskb_dev *dev);
 /**

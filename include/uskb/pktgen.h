@@ -114,6 +114,13 @@ struct uskb_pktgen_stats {
 	unsigned int pkt_size;	      /**< cur_pkt_size */
 	int nfrags;		      /**< of the last skb, -1 if none */
 	bool running;
+	/**
+	 * Of sofar, the frames the device took and then lost (the kernel
+	 * refused them after an MTU change, the interface went away), counted
+	 * in errors too; known once the device stopped. When two pktgen
+	 * devices share a queue, each counts that queue's losses.
+	 */
+	uint64_t lost;
 };
 /**
  * Figures of the @i-th device (0-based, in thread order); fills @name

@@ -35,6 +35,11 @@ const char *__uskb_dev_fail_text(void)
 	return dev_err;
 }
 
+bool uskb_dev_running(const struct uskb_dev *dev)
+{
+	return !__atomic_load_n(&dev->__down, __ATOMIC_RELAXED);
+}
+
 const char *uskb_dev_strerror(void)
 {
 	return dev_err[0] ? dev_err : "no error";

@@ -56,6 +56,7 @@ struct ptx {
 	unsigned int frame_size, frame_nr, cur;
 	unsigned int max_len; /* of a frame in a ring slot */
 	unsigned int pending; /* frames handed to the ring since the last send() */
+	struct uskb_dev_link link; /* the interface as this queue last saw it */
 };
 
 struct packet_priv {
@@ -71,6 +72,7 @@ struct packet_priv {
 	unsigned int rx_cur;	  /* the block being read (or next to be) */
 	unsigned int rx_left;	  /* frames of it still to deliver; 0: not open */
 	struct tpacket3_hdr *rx_pkt; /* the next of them */
+	struct uskb_dev_link rx_link; /* the interface as the receiver last saw it */
 	struct ptx tx[];
 };
 
@@ -199,6 +201,9 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	}
 	err = __uskb_dev_probe_ether(dev, p->tx[0].fd, "packet", ifname);
 	p->mtu = dev->mtu;
+	for (q = 0; q < nq; q++)
+		p->tx[q].link.mtu = dev->mtu;
+	p->rx_link.mtu = dev->mtu;
 	if (!err)
 		err = tx_ready(p, &p->tx[0]);
 	if (err) {
@@ -240,30 +245,122 @@ static struct tpacket2_hdr *slot(struct ptx *t, unsigned int i)
 }
 
 /* a frame the interface cannot take (past the MTU, a VLAN tag allowed) is dropped here */
-static bool too_long(const struct packet_priv *p, const struct ptx *t, const struct uskb *skb)
+static bool too_long(const struct ptx *t, const struct uskb *skb)
 {
-	return __uskb_dev_too_long(p->mtu, skb) || (t->ring && skb->len > t->max_len); /* the ring's slot */
+	return __uskb_dev_too_long(t->link.mtu, skb) || (t->ring && skb->len > t->max_len); /* the ring's slot */
 }
 
-static void ring_flush(struct ptx *t)
+#define DATA_OFF (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+
+static unsigned int next_slot(const struct ptx *t, unsigned int i)
 {
-	if (t->pending) {
-		send(t->fd, NULL, 0, MSG_DONTWAIT);
-		t->pending = 0;
+	return i + 1 == t->frame_nr ? 0 : i + 1;
+}
+
+static unsigned int slot_status(struct tpacket2_hdr *h)
+{
+	return __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The kernel refused the frame at its place in the ring (TP_STATUS_WRONG_FORMAT:
+ * longer than the MTU now allows) and stays there: it only ever takes the
+ * next slot, and only once it says SEND_REQUEST. Take the refused frame out,
+ * and with it every waiting one the interface's MTU (asked again) no longer
+ * allows: the frames behind move up, the ring goes on. When the interface is
+ * gone (@gone), every frame still waiting is lost. Each one lost is counted
+ * as dropped. The kernel reads the ring only inside our send(), so nothing
+ * moves under us.
+ */
+static void ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
+{
+	unsigned int q = (unsigned int)(t - p->tx), first = t->frame_nr, r, w, k;
+	uint64_t lost = 0, bytes = 0, freed;
+
+	for (r = 0; r < t->frame_nr; r++) {
+		unsigned int st = slot_status(slot(t, r));
+
+		if (st & TP_STATUS_WRONG_FORMAT || (gone && st & TP_STATUS_SEND_REQUEST)) {
+			/* the oldest waiting frame: the one after cur going round is first */
+			unsigned int age = (r + t->frame_nr - t->cur) % t->frame_nr;
+
+			if (first == t->frame_nr || age < (first + t->frame_nr - t->cur) % t->frame_nr)
+				first = r;
+		}
 	}
+	if (first == t->frame_nr)
+		return;
+	if (!gone)
+		__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW);
+	/* the frames from the first waiting one up to cur: all of the ring when it is full */
+	k = (t->cur + t->frame_nr - first) % t->frame_nr;
+	if (!k)
+		k = t->frame_nr;
+	for (r = w = first; k--; r = next_slot(t, r)) {
+		struct tpacket2_hdr *h = slot(t, r);
+		unsigned char *data = (unsigned char *)h + DATA_OFF;
+
+		if (gone || r == first || h->tp_len < 14 ||
+		    __uskb_dev_frame_too_long(t->link.mtu, data + 12, h->tp_len)) {
+			lost++;
+			bytes += h->tp_len;
+			continue;
+		}
+		if (w != r) {
+			struct tpacket2_hdr *to = slot(t, w);
+
+			memcpy((unsigned char *)to + DATA_OFF, data, h->tp_len);
+			to->tp_len = h->tp_len;
+			__atomic_store_n(&to->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+		}
+		w = next_slot(t, w);
+	}
+	/* what is left between the last kept frame and the end of the run is free */
+	for (r = w, freed = lost; freed--; r = next_slot(t, r))
+		__atomic_store_n(&slot(t, r)->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
+	t->cur = w;
+	__uskb_dev_tx_lost(p->dev, q, lost, bytes,
+			   gone ? NULL : "the kernel refused them (the MTU changed?)");
+}
+
+/* send() on the ring: what the kernel says decides what happens to the frames waiting */
+static void ring_send(struct packet_priv *p, struct ptx *t)
+{
+	t->pending = 0;
+	if (send(t->fd, NULL, 0, MSG_DONTWAIT) >= 0 || errno == EAGAIN || errno == ENOBUFS ||
+	    errno == EINTR)
+		return;
+	int e = errno;
+
+	if (e == ENXIO || e == ENODEV || e == ENETDOWN) {
+		if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW) == 0)
+			__uskb_dev_set_down(p->dev, e, "packet:%s: send: %s", p->ifname, strerror(e));
+		ring_recover(p, t, USKB_LINK_NOW);
+		return;
+	}
+	ring_recover(p, t, false);
+}
+
+static void ring_flush(struct packet_priv *p, struct ptx *t)
+{
+	if (t->pending)
+		ring_send(p, t);
 }
 
 static void packet_flush(struct uskb_dev *dev, unsigned int queue)
 {
 	struct packet_priv *p = dev->priv;
+	struct ptx *t = &p->tx[queue];
 
-	if (p->tx[queue].ring)
-		ring_flush(&p->tx[queue]);
+	if (t->ring)
+		ring_flush(p, t);
+	/* a flush comes before the sender waits: the time to look at the interface */
+	if (t->ready)
+		__uskb_dev_link_check(dev, t->fd, &t->link, USKB_LINK_IDLE);
 }
 
 static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, int n, int *res)
 {
-	unsigned int data_off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll);
 	bool kicked = false;
 	int i;
 
@@ -271,27 +368,33 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		struct uskb *skb = skbs[i];
 		struct tpacket2_hdr *h = slot(t, t->cur);
 
-		if (too_long(p, t, skb)) {
+		if (too_long(t, skb)) {
 			__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
-					__uskb_dev_too_long(p->mtu, skb) ? __uskb_dev_too_long_why(skb) :
-									    "larger than a ring slot");
+					__uskb_dev_too_long(t->link.mtu, skb) ? __uskb_dev_too_long_why(skb) :
+										"larger than a ring slot");
 			continue;
 		}
-		if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
-			/* the ring is full: flush once, then report the rest busy */
+		if (slot_status(h) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING | TP_STATUS_WRONG_FORMAT)) {
+			/* the ring is full (or stuck on a refused frame): send once, then report the rest busy */
 			if (!kicked) {
-				send(t->fd, NULL, 0, MSG_DONTWAIT);
-				t->pending = 0;
+				ring_send(p, t);
 				kicked = true;
+				h = slot(t, t->cur); /* a recovery may have moved the frames up */
 			}
-			if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) &
-			    (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING)) {
+			if (!uskb_dev_running(p->dev)) {
+				for (; i < n; i++) {
+					res[i] = USKB_XMIT_DROP;
+					uskb_consume(skbs[i]);
+				}
+				break;
+			}
+			if (slot_status(h) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING | TP_STATUS_WRONG_FORMAT)) {
 				for (; i < n; i++)
 					res[i] = USKB_XMIT_BUSY;
 				break;
 			}
 		}
-		uskb_copy_bits(skb, 0, (unsigned char *)h + data_off, (int)skb->len);
+		uskb_copy_bits(skb, 0, (unsigned char *)h + DATA_OFF, (int)skb->len);
 		h->tp_len = skb->len;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 		t->cur = t->cur + 1 == t->frame_nr ? 0 : t->cur + 1;
@@ -301,7 +404,7 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 	}
 	/* one send() for a batch: callers flush before they wait or stop */
 	if (t->pending >= FLUSH_BATCH || kicked)
-		ring_flush(t);
+		ring_flush(p, t);
 }
 
 static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, int n, int *res)
@@ -319,7 +422,7 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 			const struct uskb_shared_info *sh = uskb_shinfo(skb);
 			int nv = 0;
 
-			if (too_long(p, t, skb) || sh->frag_list) {
+			if (too_long(t, skb) || sh->frag_list) {
 				__uskb_dev_drop(p->dev, (unsigned int)(t - p->tx), skb, &res[i],
 						sh->frag_list ? "a frag_list cannot be sent" :
 								__uskb_dev_too_long_why(skb));
@@ -345,9 +448,18 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		int fail = sent < 0 && errno != EAGAIN && errno != ENOBUFS ? USKB_XMIT_DROP :
 									     USKB_XMIT_BUSY;
 
-		if (fail == USKB_XMIT_DROP)
-			__uskb_dev_error(p->dev, "queue %u: sendmmsg: %s",
-					 (unsigned int)(t - p->tx), strerror(errno));
+		if (fail == USKB_XMIT_DROP) {
+			int e = errno;
+
+			if ((e == ENXIO || e == ENODEV || e == ENETDOWN) &&
+			    __uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW) == 0)
+				__uskb_dev_set_down(p->dev, e, "packet:%s: sendmmsg: %s", p->ifname, strerror(e));
+			if (e == EMSGSIZE) /* the MTU fell: ask for the new one */
+				__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW);
+			if (uskb_dev_running(p->dev)) /* else the reason it went down stays */
+				__uskb_dev_error(p->dev, "queue %u: sendmmsg: %s", (unsigned int)(t - p->tx),
+						 strerror(e));
+		}
 
 		if (sent < 0)
 			sent = 0;
@@ -375,6 +487,16 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 	if (uskb_unlikely(!t->ready) && tx_ready(p, t)) {
 		/* queue 0 was set up at open: a later queue failed; the device says why */
 		__uskb_dev_error(dev, "queue %u: %s", queue, __uskb_dev_fail_text());
+		for (int i = 0; i < n; i++) {
+			res[i] = USKB_XMIT_DROP;
+			uskb_consume(skbs[i]);
+		}
+		return;
+	}
+	/* the interface gone or down: everything is dropped, the sender told by uskb_dev_running() */
+	if (uskb_unlikely(__uskb_dev_link_check(dev, t->fd, &t->link, USKB_LINK_HOT))) {
+		if (t->ring)
+			ring_recover(p, t, USKB_LINK_NOW);
 		for (int i = 0; i < n; i++) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skbs[i]);
@@ -471,6 +593,8 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	int n = 0, err;
 
 	(void)queue; /* 0: one ring takes all the interface's frames (nrxqueues 1) */
+	if (uskb_unlikely(!uskb_dev_running(dev)))
+		return __uskb_dev_rx_down(dev);
 	if (!p->zc && (err = rx_setup(dev, p)) < 0)
 		return err;
 	rxzc_tune(p->zc, dev->rx_patience_ms);
@@ -516,6 +640,10 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				wait = 100;
 			if (poll(&pfd, 1, wait) < 0 && errno == EINTR)
 				return n ? n : -EINTR;
+			/* an error on the socket (ENETDOWN): the interface went down or away */
+			if (__uskb_dev_link_check(dev, p->rx_fd, &p->rx_link,
+						  pfd.revents & POLLERR ? USKB_LINK_NOW : USKB_LINK_IDLE))
+				return __uskb_dev_rx_down(dev);
 			continue;
 		}
 		struct tpacket3_hdr *h = p->rx_pkt;

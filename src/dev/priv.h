@@ -36,6 +36,44 @@ USKB_HIDDEN void __uskb_dev_rx_skb(struct uskb_dev *dev, struct uskb *skb);
 USKB_HIDDEN unsigned int __uskb_dev_if_queues(const char *ifname);
 /* a frame the interface cannot take: past the MTU (a VLAN tag allowed), or not Ethernet */
 USKB_HIDDEN bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
+/* the same for @len bytes of frame whose Ethernet type is @type */
+USKB_HIDDEN bool __uskb_dev_frame_too_long(unsigned int mtu, const unsigned char type[2],
+					   unsigned int len);
+
+/* what one sending queue knows of its interface (zeroed, then mtu = dev->mtu) */
+struct uskb_dev_link {
+	unsigned int mtu; /* the interface's MTU as last seen */
+	unsigned int calls;
+	uint64_t next_ns;
+};
+enum uskb_link_when {
+	USKB_LINK_HOT,	/* from a fast path: a clock read every 256 calls, then as IDLE */
+	USKB_LINK_IDLE, /* at most every 100 ms */
+	USKB_LINK_NOW,	/* at once (something failed) */
+};
+/*
+ * Is the interface behind @dev (its ifindex) still there and up? Asked of
+ * the kernel (ioctls on @fd, a socket in the device's network namespace)
+ * as @when says; a changed MTU lands in @l->mtu and dev->mtu. 0, or
+ * -ENODEV / -ENETDOWN once the interface is gone or down: the device is
+ * then down for good (uskb_dev_running() false) and says why.
+ */
+USKB_HIDDEN int __uskb_dev_link_check(struct uskb_dev *dev, int fd, struct uskb_dev_link *l,
+				      enum uskb_link_when when);
+/* a receive on a device that is down: -ENETDOWN, with its reason as the open-style error */
+USKB_HIDDEN int __uskb_dev_rx_down(struct uskb_dev *dev);
+/* mark @dev down (the first caller sets its last error: why); -@err */
+USKB_HIDDEN int __uskb_dev_set_down(struct uskb_dev *dev, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * @frames of @bytes that the device took (and counted as sent) were lost
+ * after all (the kernel refused them, the interface went away): move them
+ * from tx_packets/tx_bytes to tx_dropped on @queue and say so (@why NULL:
+ * the device went down, whose reason leads). Only the queue's own thread
+ * calls it.
+ */
+USKB_HIDDEN void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, uint64_t frames,
+				    uint64_t bytes, const char *why);
 
 /*
  * Drop @skb, a frame the device cannot send (@why says why): it is

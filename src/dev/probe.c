@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Interface probing for the devices on real interfaces: up, Ethernet, MAC, MTU, queues. */
+/*
+ * Interface probing for the devices on real interfaces: up, Ethernet, MAC,
+ * MTU, queues; watching the interface while sending (deleted, down, a new
+ * MTU); drops and frames lost after they were taken.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <net/if.h>
@@ -69,16 +75,98 @@ unsigned int __uskb_dev_if_queues(const char *ifname)
 	return n;
 }
 
-bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)
+bool __uskb_dev_frame_too_long(unsigned int mtu, const unsigned char type[2], unsigned int len)
 {
 	unsigned int limit = mtu + 14;
+
+	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
+		limit += 4;
+	return len > limit;
+}
+
+bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb)
+{
 	unsigned char type[2];
 
 	if (skb->len < 14 || uskb_copy_bits(skb, 12, type, 2))
 		return true;
-	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
-		limit += 4;
-	return skb->len > limit;
+	return __uskb_dev_frame_too_long(mtu, type, skb->len);
+}
+
+int __uskb_dev_link_check(struct uskb_dev *dev, int fd, struct uskb_dev_link *l, enum uskb_link_when when)
+{
+	struct ifreq ifr;
+	uint64_t t;
+
+	if (uskb_unlikely(__atomic_load_n(&dev->__down, __ATOMIC_RELAXED)))
+		return -ENETDOWN;
+	/* on the fast path a clock read every 256 calls; the interface every 100 ms */
+	if (when == USKB_LINK_HOT && (++l->calls & 255))
+		return 0;
+	t = uskb_mono_ns();
+	if (when != USKB_LINK_NOW && t < l->next_ns)
+		return 0;
+	l->next_ns = t + 100 * 1000000ull;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_ifindex = (int)dev->ifindex;
+	if (ioctl(fd, SIOCGIFNAME, &ifr))
+		return errno == ENODEV ? __uskb_dev_set_down(dev, ENODEV, "the interface (index %u) was deleted",
+							   dev->ifindex) : 0;
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr) && !(ifr.ifr_flags & IFF_UP))
+		return __uskb_dev_set_down(dev, ENETDOWN, "%s went down", ifr.ifr_name);
+	if (!ioctl(fd, SIOCGIFMTU, &ifr) && (unsigned int)ifr.ifr_mtu != l->mtu) {
+		l->mtu = (unsigned int)ifr.ifr_mtu;
+		__atomic_store_n(&dev->mtu, l->mtu, __ATOMIC_RELAXED);
+	}
+	return 0;
+}
+
+int __uskb_dev_set_down(struct uskb_dev *dev, int err, const char *fmt, ...)
+{
+	char why[120];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	/* the first queue to notice says it; the others only stop */
+	if (!__atomic_exchange_n(&dev->__down, 1, __ATOMIC_RELAXED))
+		__uskb_dev_error(dev, "%s", why);
+	return -err;
+}
+
+int __uskb_dev_rx_down(struct uskb_dev *dev)
+{
+	char why[160];
+
+	if (uskb_dev_last_error(dev, why, sizeof(why)) <= 0)
+		snprintf(why, sizeof(why), "the interface is down");
+	return __uskb_dev_fail(ENETDOWN, "%s: %s", dev->name, why);
+}
+
+void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, uint64_t frames, uint64_t bytes,
+			const char *why)
+{
+	struct uskb_dev_stats *q;
+
+	char down[160];
+
+	if (!frames)
+		return;
+	/* lost because the device went down: its reason first */
+	if (!why && uskb_dev_last_error(dev, down, sizeof(down)) > 0)
+		__uskb_dev_error(dev, "%s; queue %u: %" PRIu64 " frame%s taken before never went out", down,
+				 queue, frames, frames == 1 ? "" : "s");
+	else
+		__uskb_dev_error(dev, "queue %u: %" PRIu64 " frame%s taken before never went out: %s",
+				 queue, frames, frames == 1 ? "" : "s", why ? why : "the device went down");
+	if (!dev->qstats)
+		return;
+	/* counted as sent when the device took them: now they are drops */
+	q = &dev->qstats[queue];
+	uskb_count_add(&q->tx_packets, -frames);
+	uskb_count_add(&q->tx_bytes, -bytes);
+	uskb_count_add(&q->tx_dropped, frames);
 }
 
 const char *__uskb_dev_too_long_why(const struct uskb *skb)
@@ -100,7 +188,7 @@ void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
 	if (last_drop.dev != dev || last_drop.open_id != dev->__open_id ||
 	    last_drop.queue != queue || last_drop.len != skb->len || last_drop.why != why) {
 		__uskb_dev_error(dev, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue,
-				 skb->len, dev->mtu, why);
+				 skb->len, __atomic_load_n(&dev->mtu, __ATOMIC_RELAXED), why);
 		last_drop.dev = dev;
 		last_drop.open_id = dev->__open_id;
 		last_drop.queue = queue;

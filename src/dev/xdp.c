@@ -75,7 +75,11 @@ struct xq {
 	unsigned char *area;
 	/* transmit */
 	uint64_t tx_free[NFRAMES - RX_FRAMES];
+	uint16_t tx_len[NFRAMES - RX_FRAMES]; /* of the frame in each TX frame, while in flight */
 	unsigned int tx_nfree, tx_pending;
+	struct uskb_dev_link link; /* the interface as this queue last saw it */
+	bool tx_gone; /* the frames in flight were counted lost: no completion is taken any more */
+	struct uskb_dev_link rx_link; /* the interface as the receiver last saw it */
 	/* receive */
 	bool rx_on;
 	struct rxzc *zc;
@@ -91,6 +95,7 @@ struct xdp_priv {
 	unsigned int nq;
 	bool zerocopy;
 	unsigned int mtu;
+	int ctl_fd; /* for ioctls on the interface, in the open's network namespace */
 	pthread_mutex_t attach_lock;
 	int map_fd, prog_fd, link_fd;
 	struct xq *q[];
@@ -192,6 +197,8 @@ static void xdp_close(struct uskb_dev *dev)
 		close(p->prog_fd);
 	if (p->map_fd >= 0)
 		close(p->map_fd);
+	if (p->ctl_fd >= 0)
+		close(p->ctl_fd);
 	pthread_mutex_destroy(&p->attach_lock);
 	free(p);
 }
@@ -233,9 +240,10 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 	if (fd < 0)
 		return __uskb_dev_fail(errno, "xdp:%s: socket: %s", tok, strerror(errno));
 	err = __uskb_dev_probe_ether(dev, fd, "xdp", tok);
-	close(fd);
-	if (err)
+	if (err) {
+		close(fd);
 		return err;
+	}
 	nq = __uskb_dev_if_queues(tok);
 	if (one) {
 		if (want >= nq)
@@ -246,11 +254,14 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 		nq = 1;
 	}
 	p = calloc(1, sizeof(*p) + nq * sizeof(p->q[0]));
-	if (!p)
+	if (!p) {
+		close(fd);
 		return -ENOMEM;
+	}
 	snprintf(p->ifname, sizeof(p->ifname), "%s", tok);
 	p->ifindex = (int)if_nametoindex(tok);
 	p->mtu = dev->mtu;
+	p->ctl_fd = fd;
 	p->map_fd = p->prog_fd = p->link_fd = -1;
 	pthread_mutex_init(&p->attach_lock, NULL);
 	for (unsigned int i = 0; i < nq; i++) {
@@ -267,6 +278,7 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 			p->zerocopy = true;
 		if (err)
 			break;
+		p->q[i]->link.mtu = dev->mtu;
 		p->nq = i + 1;
 		if (mode == XDP_ZEROCOPY)
 			p->zerocopy = true;
@@ -299,18 +311,59 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 static void tx_reclaim(struct xq *q)
 {
 	uint32_t idx;
-	unsigned int n = xsk_ring_cons__peek(&q->comp, RING, &idx);
+	unsigned int n;
+
+	if (uskb_unlikely(q->tx_gone))
+		return;
+	n = xsk_ring_cons__peek(&q->comp, RING, &idx);
 
 	for (unsigned int i = 0; i < n; i++)
 		q->tx_free[q->tx_nfree++] = *xsk_ring_cons__comp_addr(&q->comp, idx + i);
 	xsk_ring_cons__release(&q->comp, n);
 }
 
-static void tx_kick(struct xq *q)
+/* the frames taken and never completed: lost once the interface is gone */
+static void tx_lost(struct uskb_dev *dev, unsigned int queue, struct xq *q)
+{
+	bool free_[NFRAMES - RX_FRAMES] = { false };
+	uint64_t frames = 0, bytes = 0;
+
+	if (q->tx_gone)
+		return;
+	tx_reclaim(q);
+	q->tx_gone = true;
+	for (unsigned int i = 0; i < q->tx_nfree; i++)
+		free_[(q->tx_free[i] >> FRAME_SHIFT) - RX_FRAMES] = true;
+	for (unsigned int i = 0; i < NFRAMES - RX_FRAMES; i++)
+		if (!free_[i]) {
+			frames++;
+			bytes += q->tx_len[i];
+			q->tx_free[q->tx_nfree++] = (uint64_t)(RX_FRAMES + i) << FRAME_SHIFT;
+		}
+	__uskb_dev_tx_lost(dev, queue, frames, bytes, NULL);
+}
+
+/* a wake-up for the kernel's sending; one that says the interface went away stops the device */
+static void tx_wakeup(struct uskb_dev *dev, unsigned int queue, struct xq *q)
+{
+	struct xdp_priv *p = dev->priv;
+	int e;
+
+	if (sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
+		return;
+	e = errno;
+	if (e != ENXIO && e != ENODEV && e != ENETDOWN)
+		return;
+	if (__uskb_dev_link_check(dev, p->ctl_fd, &q->link, USKB_LINK_NOW) == 0)
+		__uskb_dev_set_down(dev, e, "xdp:%s: %s", p->ifname, strerror(e));
+	tx_lost(dev, queue, q);
+}
+
+static void tx_kick(struct uskb_dev *dev, unsigned int queue, struct xq *q)
 {
 	q->tx_pending = 0;
 	if (xsk_ring_prod__needs_wakeup(&q->tx))
-		sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		tx_wakeup(dev, queue, q);
 }
 
 /*
@@ -328,11 +381,15 @@ static void tx_drain(struct xq *q)
 
 static void xdp_flush(struct uskb_dev *dev, unsigned int queue)
 {
-	struct xq *q = ((struct xdp_priv *)dev->priv)->q[queue];
+	struct xdp_priv *p = dev->priv;
+	struct xq *q = p->q[queue];
 
 	/* frames submitted since the last kick, or left by a kick the kernel cut short */
 	if (q->tx_pending || xsk_prod_nb_free(&q->tx, RING) < RING)
 		tx_drain(q);
+	/* a flush comes before the sender waits: the time to look at the interface */
+	if (__uskb_dev_link_check(dev, p->ctl_fd, &q->link, USKB_LINK_IDLE))
+		tx_lost(dev, queue, q);
 }
 
 static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
@@ -341,6 +398,19 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	struct xq *q = p->q[queue];
 	int i;
 
+	/*
+	 * The interface gone or down: everything is dropped, the sender told by
+	 * uskb_dev_running(). The kernel does not hold AF_XDP frames to the MTU:
+	 * the check refreshes it, and too long frames are dropped here.
+	 */
+	if (uskb_unlikely(__uskb_dev_link_check(dev, p->ctl_fd, &q->link, USKB_LINK_HOT))) {
+		tx_lost(dev, queue, q);
+		for (i = 0; i < n; i++) {
+			res[i] = USKB_XMIT_DROP;
+			uskb_consume(skbs[i]);
+		}
+		return;
+	}
 	if (q->tx_nfree < (unsigned int)n)
 		tx_reclaim(q);
 	for (i = 0; i < n; i++) {
@@ -348,7 +418,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		struct xdp_desc *d;
 		uint32_t idx;
 
-		if (__uskb_dev_too_long(p->mtu, skb) || skb->len > FRAME_SIZE) {
+		if (__uskb_dev_too_long(q->link.mtu, skb) || skb->len > FRAME_SIZE) {
 			__uskb_dev_drop(dev, queue, skb, &res[i],
 					skb->len > FRAME_SIZE ? "larger than a UMEM frame" :
 								__uskb_dev_too_long_why(skb));
@@ -356,7 +426,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		}
 		if (!q->tx_nfree) {
 			/* every frame in flight: push, take back what is done */
-			tx_kick(q);
+			tx_kick(dev, queue, q);
 			tx_reclaim(q);
 			if (!q->tx_nfree)
 				break;
@@ -367,12 +437,13 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		d->addr = q->tx_free[--q->tx_nfree];
 		d->len = skb->len;
 		d->options = 0;
+		q->tx_len[(d->addr >> FRAME_SHIFT) - RX_FRAMES] = (uint16_t)skb->len;
 		uskb_copy_bits(skb, 0, q->area + d->addr, (int)skb->len);
 		xsk_ring_prod__submit(&q->tx, 1);
 		res[i] = USKB_XMIT_OK;
 		uskb_consume(skb);
 		if (++q->tx_pending >= KICK_BATCH)
-			tx_kick(q);
+			tx_kick(dev, queue, q);
 	}
 	for (; i < n; i++)
 		res[i] = USKB_XMIT_BUSY;
@@ -523,8 +594,12 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	uint64_t deadline = 0, now;
 	int n = 0, err;
 
+	if (uskb_unlikely(!uskb_dev_running(dev)))
+		return __uskb_dev_rx_down(dev);
 	if (!q->rx_on && (err = rx_start(dev, p, q)))
 		return err;
+	if (!q->rx_link.mtu)
+		q->rx_link.mtu = dev->mtu;
 	rxzc_tune(q->zc, dev->rx_patience_ms);
 	for (;;) {
 		uint32_t idx, mine[64];
@@ -587,6 +662,10 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 				wait = 10; /* a frame given back wakes nobody: look again soon */
 			if (poll(&pfd, 1, wait) < 0 && errno == EINTR)
 				return -EINTR;
+			/* the interface went down or away: nothing will come */
+			if (__uskb_dev_link_check(dev, p->ctl_fd, &q->rx_link,
+						  pfd.revents & POLLERR ? USKB_LINK_NOW : USKB_LINK_IDLE))
+				return __uskb_dev_rx_down(dev);
 		}
 	}
 	now = uskb_mono_ns();

@@ -83,6 +83,7 @@ static void dev_remove(struct uskb_pktgen *pg, struct pg_dev *d)
 	if (d->skb)
 		uskb_free(d->skb);
 	free(d->flows);
+	free(d->drop0);
 	netdev_put(pg, d->nd);
 	free(d);
 }
@@ -361,6 +362,7 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			stop = st->running ? uskb_mono_ns() : atomic_load(&d->stopped_at);
 			st->sofar = uskb_count_read(&d->sofar);
 			st->errors = uskb_count_read(&d->errors);
+			st->lost = st->running ? 0 : d->lost;
 			st->tx_bytes = uskb_count_read(&d->tx_bytes);
 			st->idle_ns = uskb_count_read(&d->idle_acc);
 			st->elapsed_ns = started && stop > started ? stop - started : 0;

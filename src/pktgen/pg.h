@@ -201,6 +201,10 @@ struct pg_dev {
 	/* written by the device's thread only: uskb_count_add / uskb_count_read */
 	uint64_t idle_acc; /* ns */
 	uint64_t sofar, errors, tx_bytes;
+	uint64_t lost; /* of sofar, lost by the device later (in errors too); set at stop */
+	/* the device's tx_dropped per queue at start, and the queues used since */
+	uint64_t *drop0;
+	unsigned int q_lo, q_hi;
 	struct uskb_pktgen_pkt pkt;
 };
 

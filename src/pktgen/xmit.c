@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -79,6 +80,22 @@ static void dev_start(struct pg_dev *d)
 		snprintf(d->result, RESULT_SZ, "Error starting");
 		return;
 	}
+	/* what the device dropped so far, to tell the frames it loses later (dev_stop) */
+	free(d->drop0);
+	d->drop0 = calloc(d->nd->dev->nqueues, sizeof(*d->drop0));
+	if (!d->drop0) {
+		snprintf(d->result, RESULT_SZ, "Error starting");
+		return;
+	}
+	for (unsigned int q = 0; q < d->nd->dev->nqueues; q++) {
+		struct uskb_dev_stats qs;
+
+		uskb_dev_get_stats(d->nd->dev, (int)q, &qs);
+		d->drop0[q] = qs.tx_dropped;
+	}
+	d->q_lo = UINT_MAX;
+	d->q_hi = 0;
+	d->lost = 0;
 	t = uskb_mono_ns();
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
@@ -131,6 +148,23 @@ static void dev_flush(struct pg_dev *d)
 }
 
 /* pktgen_stop_device() */
+/*
+ * Frames the device took and lost afterwards: what it dropped on the queues
+ * this device used, beyond the drops the transmits reported (errors).
+ */
+static uint64_t late_lost(const struct pg_dev *d)
+{
+	uint64_t dropped = 0, errors = uskb_count_read(&d->errors);
+
+	for (unsigned int q = d->q_lo; q <= d->q_hi && q < d->nd->dev->nqueues; q++) {
+		struct uskb_dev_stats qs;
+
+		uskb_dev_get_stats(d->nd->dev, (int)q, &qs);
+		dropped += qs.tx_dropped - d->drop0[q];
+	}
+	return dropped > errors ? dropped - errors : 0;
+}
+
 static void dev_stop(struct pg_dev *d)
 {
 	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
@@ -139,6 +173,8 @@ static void dev_stop(struct pg_dev *d)
 	if (!atomic_load(&d->running))
 		return;
 	dev_flush(d);
+	d->lost = late_lost(d);
+	uskb_count_add(&d->errors, d->lost);
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
@@ -235,6 +271,10 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	if (d->sent_queue != (int)d->cur_queue_map)
 		dev_flush(d);
 	d->sent_queue = (int)d->cur_queue_map;
+	if (uskb_unlikely(d->cur_queue_map < d->q_lo))
+		d->q_lo = d->cur_queue_map;
+	if (uskb_unlikely(d->cur_queue_map > d->q_hi))
+		d->q_hi = d->cur_queue_map;
 	tx_lock(nd, d->cur_queue_map);
 	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
 	tx_unlock(nd, d->cur_queue_map);
@@ -266,8 +306,14 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
 		uskb_count_add(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
 	}
-	if (errs)
+	if (errs) {
 		uskb_count_add(&d->errors, errs);
+		/* as the kernel's !netif_running(odev): an interface that went away ends the run */
+		if (uskb_unlikely(!uskb_dev_running(nd->dev))) {
+			dev_stop(d);
+			return;
+		}
+	}
 	if (d->p.count && sofar + ok >= d->p.count) {
 		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
 		uint64_t w = uskb_mono_ns();

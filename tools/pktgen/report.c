@@ -16,12 +16,16 @@
 
 static void on_sigint(int sig)
 {
-	(void)sig;
-	if (cli_interrupted) {
+	/*
+	 * A second Ctrl-C means "now": die at once (--veth's guardian still
+	 * removes the pair). A repeated SIGTERM does not: timeout(1) sends one
+	 * to the command and one to its process group.
+	 */
+	if (cli_interrupted == SIGINT && sig == SIGINT) {
 		signal(SIGINT, SIG_DFL);
 		raise(SIGINT);
 	}
-	cli_interrupted = 1;
+	cli_interrupted = sig;
 	if (cli.pg)
 		uskb_pktgen_stop(cli.pg);
 }
@@ -191,10 +195,10 @@ static void report(void)
 		json_str(name);
 		printf(", \"ok\": %s, \"usec\": %llu, \"busy_usec\": %llu, \"idle_usec\": %llu, "
 		       "\"packets\": %llu, \"pkt_size\": %u, \"frags\": %d, \"pps\": %llu, "
-		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"tx_bytes\": %" PRIu64
-		       ", \"result\": ",
+		       "\"mbps\": %llu, \"bps\": %llu, \"errors\": %llu, \"lost\": %" PRIu64
+		       ", \"tx_bytes\": %" PRIu64 ", \"result\": ",
 		       ok ? "true" : "false", us, busy, idle, sofar, size, frags, pps, mb,
-		       bps, errs, st.tx_bytes);
+		       bps, errs, st.lost, st.tx_bytes);
 		json_str(res);
 		if (nerr > 0) {
 			printf(", \"device_error\": ");

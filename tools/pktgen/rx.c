@@ -61,7 +61,8 @@ static int rx_main(const char *spec, unsigned long long count)
 	struct uskb *skbs[64];
 	double t0, last, end;
 	uint64_t last_n = 0;
-	bool tty = isatty(2), started = false;
+	bool tty = isatty(2), started = false, received_once = false;
+	int rc = 0;
 
 	/* asked before opening: opening pcap:FILE would truncate the file */
 	if (!uskb_dev_spec_receives(spec)) {
@@ -82,7 +83,7 @@ static int rx_main(const char *spec, unsigned long long count)
 	}
 	t0 = last = mono_s();
 	end = cli.duration > 0 ? t0 + cli.duration : 0;
-	while (!cli_interrupted) {
+	while (!cli_interrupted && !rc) {
 		struct uskb_pktgen_rx_stats st;
 		int total = 0;
 		double m;
@@ -92,21 +93,32 @@ static int rx_main(const char *spec, unsigned long long count)
 			int n = uskb_dev_rx(d, q, skbs, 64, d->nrxqueues > 1 ? 0 : 100);
 			uint64_t now = uskb_clock_ns(CLOCK_REALTIME);
 
-			if (n < 0 && n != -EINTR) {
-				fprintf(stderr, "uskb-pktgen: %s\n",
-					n == -EOPNOTSUPP ? "this device cannot receive (packet:IFNAME and "
-							   "xdp:IFNAME can)" :
-							   uskb_dev_strerror());
+			if (n == -EOPNOTSUPP) {
+				fprintf(stderr, "uskb-pktgen: this device cannot receive (packet:IFNAME and "
+						"xdp:IFNAME can)\n");
 				uskb_pktgen_rx_free(rx);
 				uskb_dev_close(d);
 				return 5;
 			}
+			if (n < 0 && n != -EINTR) {
+				/*
+				 * Failed: setting up the receive (the first call) is part of
+				 * opening it (5); later (the interface went away) the run
+				 * failed (3), and what came is reported.
+				 */
+				fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
+				rc = received_once ? 3 : 5;
+				break;
+			}
+			received_once = true;
 			for (int i = 0; i < n; i++) {
 				uskb_pktgen_rx_count(rx, skbs[i], now);
 				uskb_free(skbs[i]);
 			}
 			total += n > 0 ? n : 0;
 		}
+		if (rc)
+			break;
 		if (!total && d->nrxqueues > 1)
 			usleep(200);
 		if (!started) {
@@ -132,10 +144,11 @@ static int rx_main(const char *spec, unsigned long long count)
 	}
 	if (!cli.quiet && tty && last_n)
 		fputc('\n', stderr);
-	rx_report(spec, d, rx, mono_s() - t0);
+	if (rc != 5) /* a receive that never started has nothing to report */
+		rx_report(spec, d, rx, mono_s() - t0);
 	uskb_pktgen_rx_free(rx);
 	uskb_dev_close(d);
-	return 0;
+	return rc;
 }
 
 int cli_rx(const struct options *o)

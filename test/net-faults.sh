@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The interface changes under a running uskb-pktgen, on veth pairs this
+# test creates and removes (scripts/netns-veth.sh, 198.18.0.0/15), for
+# packet: (ring and mmsg) and xdp: alike:
+# - the MTU falls below the packet size and comes back: sending goes on
+#   after it, every frame is counted as sent or as an error, and what the
+#   peer counts (uskb-pktgen --rx) is what was sent less what the device
+#   says it lost; the run says it failed (exit 3);
+# - the interface is deleted: a sender with -n 0 ends with one line and
+#   exit 3; a receiver on the deleted peer ends too (exit 3).
+# Needs root; skips (77) without it or without network namespaces.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
+pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+net=$root/scripts/netns-veth.sh
+[ "$(id -u)" = 0 ] || { echo "not root: the veth tests need CAP_NET_ADMIN"; exit 77; }
+command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
+p=f$(($$ % 100000))
+ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
+ip netns del "$p-probe"
+kinds=(packet packet::mmsg)
+"$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp" || kinds+=(xdp)
+tmp=$(mktemp -d /tmp/uskb-faults.XXXXXX)
+trap '"$net" down -p "$p" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
+# the device spec of KIND on the first end: packet::mmsg -> packet:IF:mmsg
+spec() { local k=$1; echo "${k%%:*}:${p}0$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$k")"; }
+
+for kind in "${kinds[@]}"; do
+	dev=$(spec "$kind")
+	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
+	# the peer counts pktgen's packets; the MTU falls to 1000 for half a second
+	ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json -q >"$tmp/rx.json" 2>"$tmp/rx.err" &
+	rxp=$!
+	sleep 0.7
+	(sleep 1; ip -n "$p-a" link set "${p}0" mtu 1000; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
+	mtu=$!
+	out=$(ip netns exec "$p-a" timeout 30 "$pg" -i "$dev" -s 1400 -m 02:00:00:00:00:02 -d 198.18.0.2 \
+		--ratep 20000 --duration 3 -q --json 2>"$tmp/err")
+	rc=$?
+	wait $mtu
+	sleep 0.5
+	kill -TERM $rxp
+	wait $rxp || echo "receiver exit $?: $(cat "$tmp/rx.err")"
+	r=$(cat "$tmp/rx.json")
+	sent=$(json_num packets "$out") lost=$(json_num lost "$out") got=$(json_num packets "$r")
+	# exit 3: frames were refused; sending went on after the MTU came back
+	# (20000 pps: 1 s before and 1.5 s after the fall are some 50000)
+	[ $rc = 3 ] && [ -n "$sent" ] && [ "$sent" -gt 40000 ] || bad "$kind, MTU 1500 -> 1000 -> 1500: exit $rc, sent '$sent': $out $(cat "$tmp/err")"
+	grep -q "MTU 1000" "$tmp/err" || bad "$kind: no word of the MTU: $(cat "$tmp/err")"
+	# every frame the device took arrived, except those it says it lost
+	[ -n "$got" ] && [ -n "$lost" ] && [ $((got + lost)) = "$sent" ] ||
+		bad "$kind: sent $sent, lost $lost, the peer counted $got: $r"
+	echo "$kind: MTU fell and rose: sent $sent, lost $lost after taking them, the peer counted $got"
+	"$net" down -p "$p" >/dev/null
+
+	# the interface deleted under a sender that would never end by itself
+	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
+	(sleep 1; ip -n "$p-a" link del "${p}0") &
+	out=$(ip netns exec "$p-a" timeout 30 "$pg" -i "$dev" -m 02:00:00:00:00:02 -d 198.18.0.2 -n 0 -q \
+		--json 2>"$tmp/err")
+	rc=$?
+	wait
+	[ $rc = 3 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -Eq "went down|was deleted" "$tmp/err" &&
+		grep -q '"ok": false' <<<"$out" || bad "$kind, interface deleted: exit $rc: $(cat "$tmp/err") $out"
+	echo "$kind: interface deleted: $(cat "$tmp/err")"
+	"$net" down -p "$p" >/dev/null
+done
+
+# a receiver whose interface is deleted
+for rxdev in "${p}1" "xdp:${p}1"; do
+	[ "${rxdev%%:*}" = xdp ] && [[ " ${kinds[*]} " != *" xdp "* ]] && continue
+	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
+	(sleep 1; ip -n "$p-b" link del "${p}1") &
+	ip netns exec "$p-b" timeout 30 "$pg" --rx "$rxdev" --duration 20 -q >/dev/null 2>"$tmp/err"
+	rc=$?
+	wait
+	[ $rc = 3 ] && grep -Eq "went down|was deleted" "$tmp/err" || bad "--rx $rxdev, deleted: exit $rc: $(cat "$tmp/err")"
+	echo "--rx $rxdev: interface deleted: $(cat "$tmp/err")"
+	"$net" down -p "$p" >/dev/null
+done
+echo "$fail failed"
+[ $fail = 0 ]
