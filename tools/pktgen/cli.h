@@ -29,6 +29,7 @@ struct cli {
 	double duration;
 	bool failed; /* a device counted errors or failed: the exit status says so */
 	bool veth;   /* --veth: the JSON gives what the peer received */
+	unsigned long long count; /* packets each device was told to send (0: no limit, or a script's) */
 };
 extern struct cli cli;
 extern volatile sig_atomic_t cli_interrupted;

@@ -353,6 +353,7 @@ void cli_setup_devices(const struct options *o)
 			proc_cmdf(name, "udp_src_max %lu", 9 + (t - o->first));
 		}
 		proc_cmdf(name, "count %llu", o->count);
+		cli.count = o->count;
 		proc_cmdf(name, "clone_skb %lu", o->clone);
 		proc_cmdf(name, "pkt_size %lu", o->size);
 		proc_cmdf(name, "delay %llu", o->delay);

@@ -160,8 +160,11 @@ static void report(void)
 		char err[256];
 		int nerr = uskb_pktgen_dev_error(cli.pg, name, err, sizeof(err));
 		bool res_ok = res && !strncmp(res, "OK:", 3);
-		/* a run is good when it ran, counted no error and its device did not fail */
-		bool ok = res_ok && !st.errors && nerr <= 0;
+		/* it stopped short of its count, unasked (no Ctrl-C, no --duration) */
+		bool short_run = res_ok && cli.count && st.sofar < cli.count && !cli_interrupted &&
+				 !(cli.duration > 0);
+		/* a run is good when it ran, sent all it was told, counted no error and its device did not fail */
+		bool ok = res_ok && !st.errors && nerr <= 0 && !short_run;
 		unsigned long long us = 0, busy = 0, idle = 0, sofar = 0, pps = 0, mb = 0, bps = 0,
 				   errs = 0;
 		unsigned int size = 0;
@@ -172,6 +175,9 @@ static void report(void)
 			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, err);
 		if (res && !res_ok)
 			fprintf(stderr, "uskb-pktgen: %s: %s\n", name, res);
+		if (short_run && nerr <= 0)
+			fprintf(stderr, "uskb-pktgen: %s: sent %" PRIu64 " of %llu packets\n", name, st.sofar,
+				cli.count);
 		if (!ok)
 			cli.failed = true;
 
