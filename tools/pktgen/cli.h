@@ -63,6 +63,8 @@ int run_script(const char *path);
 void cli_catch_signals(void);
 void start_run(void);
 void json_str(const char *s);
+/* with -v, the library's live objects for a progress line ("" otherwise) */
+void cli_live(char *buf, size_t len);
 
 /* rx.c */
 int cli_rx(const struct options *o);

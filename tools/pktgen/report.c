@@ -40,6 +40,16 @@ void cli_catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+void cli_live(char *buf, size_t len)
+{
+	struct uskb_stats st = { .sz = sizeof(st) };
+
+	buf[0] = 0;
+	if (cli.verbose && uskb_stats_get(&st) == 0)
+		snprintf(buf, len, "  live: skbs %" PRId64 " heads %" PRId64 " pages %" PRId64 " cached %" PRId64,
+			 st.skbs, st.heads, st.pages, st.skbs_cached);
+}
+
 struct progress {
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -89,11 +99,15 @@ static void *progress_main(void *arg)
 			bytes += st.tx_bytes;
 			errors += st.errors;
 		}
-		if (!cli.quiet)
+		if (!cli.quiet) {
+			char live[128];
+
+			cli_live(live, sizeof(live));
 			fprintf(stderr, "%s%6.1fs %12" PRIu64 " pps %8" PRIu64 " Mb/s  errors %" PRIu64
-					"  sent %" PRIu64 "%s",
+					"  sent %" PRIu64 "%s%s",
 				tty ? "\r" : "", t, sent - last_sent, (bytes - last_bytes) * 8 / 1000000,
-				errors, sent, tty ? "\033[K" : "\n");
+				errors, sent, live, tty ? "\033[K" : "\n");
+		}
 		last_sent = sent;
 		last_bytes = bytes;
 		(void)tick;

@@ -133,11 +133,15 @@ static int rx_main(const char *spec, unsigned long long count)
 		if (end && m >= end)
 			break;
 		if (m - last >= 1.0) {
-			if (!cli.quiet)
+			if (!cli.quiet) {
+				char live[128];
+
+				cli_live(live, sizeof(live));
 				fprintf(stderr, "%s%6.1fs %12.0f pps  received %" PRIu64 "  lost %" PRIu64
-						"  reordered %" PRIu64 "%s",
+						"  reordered %" PRIu64 "%s%s",
 					tty ? "\r" : "", m - t0, (double)(st.packets - last_n) / (m - last),
-					st.packets, st.lost, st.reordered, tty ? "\033[K" : "\n");
+					st.packets, st.lost, st.reordered, live, tty ? "\033[K" : "\n");
+			}
 			last = m;
 			last_n = st.packets;
 		}
