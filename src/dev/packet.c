@@ -272,7 +272,7 @@ static unsigned int slot_status(struct tpacket2_hdr *h)
  * as dropped. The kernel reads the ring only inside our send(), so nothing
  * moves under us.
  */
-static void ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
+static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 {
 	unsigned int q = (unsigned int)(t - p->tx), first = t->frame_nr, r, w, k;
 	uint64_t lost = 0, bytes = 0, freed;
@@ -289,7 +289,7 @@ static void ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 		}
 	}
 	if (first == t->frame_nr)
-		return;
+		return false;
 	if (!gone)
 		__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW);
 	/* the frames from the first waiting one up to cur: all of the ring when it is full */
@@ -321,24 +321,29 @@ static void ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 	t->cur = w;
 	__uskb_dev_tx_lost(p->dev, q, lost, bytes,
 			   gone ? NULL : "the kernel refused them (the MTU changed?)");
+	return true;
 }
 
 /* send() on the ring: what the kernel says decides what happens to the frames waiting */
 static void ring_send(struct packet_priv *p, struct ptx *t)
 {
-	t->pending = 0;
-	if (send(t->fd, NULL, 0, MSG_DONTWAIT) >= 0 || errno == EAGAIN || errno == ENOBUFS ||
-	    errno == EINTR)
-		return;
-	int e = errno;
+	int e;
 
+	t->pending = 0;
+	if (send(t->fd, NULL, 0, MSG_DONTWAIT) >= 0)
+		return;
+	e = errno;
+	if (e == EAGAIN || e == ENOBUFS || e == EINTR)
+		return;
 	if (e == ENXIO || e == ENODEV || e == ENETDOWN) {
 		if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW) == 0)
 			__uskb_dev_set_down(p->dev, e, "packet:%s: send: %s", p->ifname, strerror(e));
-		ring_recover(p, t, USKB_LINK_NOW);
+		ring_recover(p, t, true);
 		return;
 	}
-	ring_recover(p, t, false);
+	/* no refused frame: an error of another kind, which the device keeps */
+	if (!ring_recover(p, t, false))
+		__uskb_dev_error(p->dev, "queue %u: send: %s", (unsigned int)(t - p->tx), strerror(e));
 }
 
 static void ring_flush(struct packet_priv *p, struct ptx *t)
@@ -496,7 +501,7 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 	/* the interface gone or down: everything is dropped, the sender told by uskb_dev_running() */
 	if (uskb_unlikely(__uskb_dev_link_check(dev, t->fd, &t->link, USKB_LINK_HOT))) {
 		if (t->ring)
-			ring_recover(p, t, USKB_LINK_NOW);
+			ring_recover(p, t, true);
 		for (int i = 0; i < n; i++) {
 			res[i] = USKB_XMIT_DROP;
 			uskb_consume(skbs[i]);

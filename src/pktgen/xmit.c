@@ -36,19 +36,20 @@ static int check_mtu(struct pg_dev *d)
 	const struct uskb_dev *dev = d->nd->dev;
 	unsigned int max = d->p.max_pkt_size > d->p.min_pkt_size ? d->p.max_pkt_size :
 								    d->p.min_pkt_size;
-	unsigned int limit;
+	/* the device refreshes its MTU while other threads send on it */
+	unsigned int limit, mtu = __atomic_load_n(&dev->mtu, __ATOMIC_RELAXED);
 
 	if (!(dev->features & USKB_DEV_F_MTU))
 		return 0;
 	for (unsigned int i = 0; i < d->p.n_imix; i++)
 		if (d->p.imix[i].size > max)
 			max = (unsigned int)d->p.imix[i].size;
-	limit = dev->mtu + 14 + (d->p.vlan_id != USKB_PKTGEN_NO_VLAN ? 4 : 0);
+	limit = mtu + 14 + (d->p.vlan_id != USKB_PKTGEN_NO_VLAN ? 4 : 0);
 	if (max <= limit)
 		return 0;
 	snprintf(d->result, RESULT_SZ,
 		 "ERROR: pkt_size %u does not fit the MTU %u of %s (frames of at most %u bytes)", max,
-		 dev->mtu, d->odevname, limit);
+		 mtu, d->odevname, limit);
 	return -EMSGSIZE;
 }
 
