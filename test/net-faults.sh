@@ -8,7 +8,9 @@
 #   peer counts (uskb-pktgen --rx) is what was sent less what the device
 #   says it lost; the run says it failed (exit 3);
 # - the interface is deleted: a sender with -n 0 ends with one line and
-#   exit 3; a receiver on the deleted peer ends too (exit 3).
+#   exit 3; a receiver on the deleted peer ends too (exit 3);
+# - a pcap: file fills its disk: the records written plus those counted
+#   lost are all that were sent, and the file is a whole capture.
 # Needs root; skips (77) without it or without network namespaces.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +26,7 @@ ip netns del "$p-probe"
 kinds=(packet packet::mmsg)
 "$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp" || kinds+=(xdp)
 tmp=$(mktemp -d /tmp/uskb-faults.XXXXXX)
-trap '"$net" down -p "$p" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+trap '"$net" down -p "$p" >/dev/null 2>&1; umount "$tmp/full" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
@@ -84,5 +86,26 @@ for rxdev in "${p}1" "xdp:${p}1"; do
 	echo "--rx $rxdev: interface deleted: $(cat "$tmp/err")"
 	"$net" down -p "$p" >/dev/null
 done
+# a full disk under pcap: every record is in the file or counted lost, and the file stays whole
+mkdir -p "$tmp/full"
+if mount -t tmpfs -o size=64k tmpfs "$tmp/full"; then
+	out=$(timeout 30 "$pg" -i "pcap:$tmp/full/x.pcap" -n 1000 -s 100 -q --json 2>"$tmp/err")
+	rc=$?
+	sent=$(json_num packets "$out") lost=$(json_num lost "$out")
+	size=$(stat -c %s "$tmp/full/x.pcap")
+	# 24 bytes of header, then 16 + 100 per record
+	[ $rc = 3 ] && [ "$sent" = 1000 ] && [ -n "$lost" ] && [ "$lost" -gt 0 ] &&
+		[ "$size" = $((24 + (sent - lost) * 116)) ] && grep -q "No space left on device" "$tmp/err" ||
+		bad "pcap on a full disk: exit $rc, size $size: $out $(cat "$tmp/err")"
+	if command -v tshark >/dev/null; then
+		n=$(tshark -r "$tmp/full/x.pcap" 2>/dev/null | wc -l)
+		[ "$n" = $((sent - lost)) ] || bad "pcap on a full disk: tshark reads $n frames, want $((sent - lost))"
+	fi
+	echo "pcap on a full disk: $((sent - lost)) records written, $lost counted lost"
+	umount "$tmp/full"
+else
+	bad "cannot mount a tmpfs"
+fi
+
 echo "$fail failed"
 [ $fail = 0 ]
