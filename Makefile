@@ -80,6 +80,8 @@ EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*
 TOOL_BINS   := $(BUILD)/tools/uskb-pktgen
 TOOL_OBJS   := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktgen/*.c))
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
+# sourced by the shell tests, not run (not executable)
+TEST_HELPERS := $(patsubst test/%,$(BUILD)/test/%,$(wildcard test/*.bash))
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
 
@@ -166,12 +168,16 @@ $(BUILD)/tools/uskb-pktgen: $(TOOL_OBJS) $(ALL_A)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
-tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TOOL_BINS) $(EX_BINS)
+tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS)
 
 # shell tests run from the build directory like the C ones
 $(BUILD)/test/%: test/%.sh
 	@mkdir -p $(@D)
 	$(Q)install -m 755 $< $@
+
+$(BUILD)/test/%.bash: test/%.bash
+	@mkdir -p $(@D)
+	$(Q)install -m 644 $< $@
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

@@ -13,16 +13,7 @@
 #   lost are all that were sent, and the file is a whole capture.
 # Needs root; skips (77) without it or without network namespaces.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-[ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
-pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
-net=$root/scripts/netns-veth.sh
-[ "$(id -u)" = 0 ] || { echo "not root: the veth tests need CAP_NET_ADMIN"; exit 77; }
-command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
-p=f$(($$ % 100000))
-ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
-ip netns del "$p-probe"
+source "$(dirname "$0")/net-common.bash" f
 kinds=(packet packet::mmsg)
 "$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp" || kinds+=(xdp)
 tmp=$(mktemp -d /tmp/uskb-faults.XXXXXX)

@@ -8,17 +8,8 @@
 # result line; bad interfaces fail with one clear line. Needs root; skips
 # (77) without it or without network namespaces.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-[ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
-pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
-net=$root/scripts/netns-veth.sh
-[ "$(id -u)" = 0 ] || { echo "not root: the veth tests need CAP_NET_ADMIN"; exit 77; }
-command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
+source "$(dirname "$0")/net-common.bash" u
 command -v tshark >/dev/null || { echo "no tshark"; exit 77; }
-p=u$(($$ % 100000))
-ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
-ip netns del "$p-probe"
 tmp=$(mktemp -d /tmp/uskb-net.XXXXXX)
 cleanup() {
 	[ -n "${cap:-}" ] && kill "$cap" 2>/dev/null

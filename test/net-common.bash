@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: MIT
+# Sourced by the root-only network tests (net-packet, net-xdp, net-faults):
+# finds the tool and scripts/netns-veth.sh from build/test/ (or
+# build/VARIANT/test/), skips (exit 77) without root, iproute2 or network
+# namespaces, and picks the test's name prefix P (one letter + the pid).
+#   source "$(dirname "$0")/net-common.bash" LETTER
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
+pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+net=$root/scripts/netns-veth.sh
+[ "$(id -u)" = 0 ] || { echo "not root: the veth tests need CAP_NET_ADMIN"; exit 77; }
+command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
+p=$1$(($$ % 100000))
+ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
+ip netns del "$p-probe"
