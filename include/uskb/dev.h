@@ -49,9 +49,9 @@ enum {
 };
 
 struct uskb_dev_stats {
-	uint64_t tx_packets;
+	uint64_t tx_packets;  /**< sent; frames taken and lost later move to tx_dropped */
 	uint64_t tx_bytes;
-	uint64_t tx_dropped;
+	uint64_t tx_dropped;  /**< refused by the device, or taken and lost later */
 	uint64_t tx_busy;
 	uint64_t rx_packets;
 	uint64_t rx_bytes;
