@@ -68,10 +68,10 @@ for kind in "${kinds[@]}"; do
 	"$net" down -p "$p" >/dev/null
 done
 
-# a receiver whose interface is deleted
+# a receiver whose interface is deleted (two queues: xdp: then polls them without waiting)
 for rxdev in "${p}1" "xdp:${p}1"; do
 	[ "${rxdev%%:*}" = xdp ] && [[ " ${kinds[*]} " != *" xdp "* ]] && continue
-	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
+	"$net" up -p "$p" -q 2 >/dev/null || { bad "netns-veth.sh up"; continue; }
 	(sleep 1; ip -n "$p-b" link del "${p}1") &
 	ip netns exec "$p-b" timeout 30 "$pg" --rx "$rxdev" --duration 20 -q >/dev/null 2>"$tmp/err"
 	rc=$?

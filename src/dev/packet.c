@@ -274,7 +274,7 @@ static unsigned int slot_status(struct tpacket2_hdr *h)
  */
 static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 {
-	unsigned int q = (unsigned int)(t - p->tx), first = t->frame_nr, r, w, k;
+	unsigned int q = (unsigned int)(t - p->tx), first = t->frame_nr, r, w, k, run;
 	uint64_t lost = 0, bytes = 0, freed;
 
 	for (r = 0; r < t->frame_nr; r++) {
@@ -296,6 +296,7 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 	k = (t->cur + t->frame_nr - first) % t->frame_nr;
 	if (!k)
 		k = t->frame_nr;
+	run = k;
 	for (r = w = first; k--; r = next_slot(t, r)) {
 		struct tpacket2_hdr *h = slot(t, r);
 		unsigned char *data = (unsigned char *)h + DATA_OFF;
@@ -319,6 +320,8 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 	for (r = w, freed = lost; freed--; r = next_slot(t, r))
 		__atomic_store_n(&slot(t, r)->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
 	t->cur = w;
+	/* the kept frames wait for a send(): the next flush gives it */
+	t->pending = run - (unsigned int)lost;
 	__uskb_dev_tx_lost(p->dev, q, lost, bytes,
 			   gone ? NULL : "the kernel refused them (the MTU changed?)");
 	return true;
@@ -626,8 +629,14 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				p->rx_cur = (p->rx_cur + 1) % RX_BLOCKS;
 				continue;
 			}
-			if (n || !timeout_ms)
+			if (n)
 				break;
+			if (!timeout_ms) {
+				/* no waiting here: look at the interface now and then */
+				if (__uskb_dev_link_check(dev, p->rx_fd, &p->rx_link, USKB_LINK_IDLE))
+					return __uskb_dev_rx_down(dev);
+				break;
+			}
 			/* nothing ready: held blocks may be what starves the kernel */
 			__uskb_rxzc_patience(p->zc, uskb_mono_ns(), RX_BLOCKS / 2);
 			if (timeout_ms > 0) {
@@ -646,6 +655,13 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			if (poll(&pfd, 1, wait) < 0 && errno == EINTR)
 				return n ? n : -EINTR;
 			/* an error on the socket (ENETDOWN): the interface went down or away */
+			if (pfd.revents & POLLERR) {
+				int e;
+				socklen_t el = sizeof(e);
+
+				/* read it, which clears it: a link back up must not keep poll() returning */
+				getsockopt(p->rx_fd, SOL_SOCKET, SO_ERROR, &e, &el);
+			}
 			if (__uskb_dev_link_check(dev, p->rx_fd, &p->rx_link,
 						  pfd.revents & POLLERR ? USKB_LINK_NOW : USKB_LINK_IDLE))
 				return __uskb_dev_rx_down(dev);

@@ -113,8 +113,12 @@ static void pcap_write_out(struct uskb_dev *dev)
 	p->off += whole ? p->rec_end[whole - 1] : 0;
 	if (ftruncate(p->fd, p->off) == 0)
 		lseek(p->fd, p->off, SEEK_SET);
-	for (unsigned int i = whole; i < p->nrec; i++)
-		lost_bytes += p->rec_end[i] - (i ? p->rec_end[i - 1] : 0) - 16;
+	for (unsigned int i = whole; i < p->nrec; i++) {
+		uint32_t len; /* the record's original length, as tx_bytes counted it */
+
+		memcpy(&len, p->wbuf + (i ? p->rec_end[i - 1] : 0) + 12, 4);
+		lost_bytes += len;
+	}
 	p->broken = true;
 	__uskb_dev_tx_lost(dev, 0, p->nrec - whole, lost_bytes, strerror(err));
 	__uskb_dev_error(dev, "pcap: writing %s: %s (%u frames lost; the file ends with the last whole one)",

@@ -79,7 +79,8 @@ bool __uskb_dev_frame_too_long(unsigned int mtu, const unsigned char type[2], un
 {
 	unsigned int limit = mtu + 14;
 
-	if ((type[0] == 0x81 && type[1] == 0x00) || (type[0] == 0x88 && type[1] == 0xa8))
+	/* as the kernel's packet_extra_vlan_len_allowed(): a 802.1Q tag only */
+	if (type[0] == 0x81 && type[1] == 0x00)
 		limit += 4;
 	return len > limit;
 }

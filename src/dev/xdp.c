@@ -431,6 +431,8 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			if (!q->tx_nfree)
 				break;
 		}
+		if (uskb_unlikely(q->tx_gone)) /* a kick found the interface gone: the rest go too */
+			break;
 		if (xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1)
 			break;
 		d = xsk_ring_prod__tx_desc(&q->tx, idx);
@@ -445,8 +447,14 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		if (++q->tx_pending >= KICK_BATCH)
 			tx_kick(dev, queue, q);
 	}
-	for (; i < n; i++)
-		res[i] = USKB_XMIT_BUSY;
+	for (; i < n; i++) {
+		if (uskb_unlikely(q->tx_gone)) {
+			res[i] = USKB_XMIT_DROP;
+			uskb_consume(skbs[i]);
+		} else {
+			res[i] = USKB_XMIT_BUSY;
+		}
+	}
 }
 
 /* ---- receive ---- */
@@ -640,8 +648,14 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 			if (n < max)
 				continue;
 		}
-		if (n || !timeout_ms)
+		if (n)
 			break;
+		if (!timeout_ms) {
+			/* no waiting here (a multi-queue receiver): look at the interface now and then */
+			if (__uskb_dev_link_check(dev, p->ctl_fd, &q->rx_link, USKB_LINK_IDLE))
+				return __uskb_dev_rx_down(dev);
+			break;
+		}
 		/* nothing: maybe held frames are what the kernel waits for */
 		now = uskb_mono_ns();
 		if (now >= q->next_patience) {

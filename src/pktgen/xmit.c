@@ -44,7 +44,9 @@ static int check_mtu(struct pg_dev *d)
 	for (unsigned int i = 0; i < d->p.n_imix; i++)
 		if (d->p.imix[i].size > max)
 			max = (unsigned int)d->p.imix[i].size;
-	limit = mtu + 14 + (d->p.vlan_id != USKB_PKTGEN_NO_VLAN ? 4 : 0);
+	/* a 802.1Q tag outermost may pass the MTU by its 4 bytes; an 802.1ad one may not */
+	limit = mtu + 14 +
+		(d->p.vlan_id != USKB_PKTGEN_NO_VLAN && d->p.svlan_id == USKB_PKTGEN_NO_VLAN ? 4 : 0);
 	if (max <= limit)
 		return 0;
 	snprintf(d->result, RESULT_SZ,
