@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,9 +84,10 @@ static bool check_gone(void)
 
 /*
  * The guardian: a child, in a process group of its own and deaf to Ctrl-C,
- * that waits for its end of a pipe to close and then removes the pair. The
- * pipe closes when this process exits for any reason, a second Ctrl-C or
- * kill -9 included, so the pair never outlives the run.
+ * that waits for its end of a socket pair to close and then removes the
+ * pair of interfaces. The socket closes when this process exits for any
+ * reason, a second Ctrl-C or kill -9 included, so the pair never outlives
+ * the run; an orderly end sends a byte first, so the guardian stays quiet.
  */
 static pid_t guardian = -1;
 static int guardian_fd = -1;
@@ -95,7 +97,8 @@ static void guardian_start(void)
 	sigset_t all, old;
 	int p[2];
 
-	if (pipe2(p, O_CLOEXEC))
+	/* a socket pair, not a pipe: the word to the guardian is sent without SIGPIPE */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p))
 		return;
 	/* no signal between fork and the child's SIG_IGN: block them across the fork */
 	sigfillset(&all);
@@ -140,7 +143,7 @@ static void veth_down(void)
 
 	if (guardian_fd < 0)
 		return;
-	if (write(guardian_fd, "q", 1) != 1) /* an orderly end: the guardian stays quiet */
+	if (send(guardian_fd, "q", 1, MSG_NOSIGNAL) != 1) /* an orderly end: the guardian stays quiet */
 		fprintf(stderr, "uskb-pktgen: --veth: telling the guardian: %s\n", strerror(errno));
 	close(guardian_fd);
 	guardian_fd = -1;
@@ -169,7 +172,8 @@ static void remove_stale_pairs(void)
 		if (sscanf(e->d_name, "uv%lu-a%n", &pid, &n) != 1 || n == 0 || e->d_name[n] ||
 		    pid == 0 || pid > 9999999)
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		/* a process that is there is not stale, unless it is this one (a pid used again) */
+		if ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue;
 		snprintf(pfx, sizeof(pfx), "uv%lu", pid);
 		if (run_script_cmd("down", pfx) == 0 && pair_gone(pfx))
