@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The device layer: null and pcap devices, bad specs, counters; tshark reads the pcap. */
+/*
+ * The device layer: null and pcap devices, bad specs, counters; tshark reads
+ * the pcap; a pcap that cannot grow (a file size limit, as a full disk)
+ * keeps its whole records and counts the rest as dropped, exactly.
+ */
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "t.h"
 
 #define dev_stat(d, f) ({ struct uskb_dev_stats _s; uskb_dev_get_stats((d), -1, &_s); _s.f; })
@@ -76,6 +84,54 @@ static void registry(void)
 	CHECK(!strcmp(err, "dropped skb 3"));
 	CHECK_EQ(uskb_dev_last_error(dev, err, 0), -EINVAL);
 	uskb_dev_close(dev);
+}
+
+/*
+ * In a child with a 64 KiB file size limit: 1000 frames of 100 bytes are
+ * more than the file may hold. Every frame is in the file or counted as
+ * dropped, tx_packets is what the file holds, and the file ends on a whole
+ * record. The child's exit status is its number of failed checks.
+ */
+static void pcap_full(void)
+{
+	const char *path = "/tmp/uskb-dev-full.pcap";
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		struct rlimit rl = { 65536, 65536 };
+		struct uskb_dev_stats s;
+		struct uskb_dev *dev;
+		struct stat sb;
+		char err[200];
+		int res;
+
+		signal(SIGXFSZ, SIG_IGN); /* EFBIG instead of a signal */
+		CHECK_EQ(setrlimit(RLIMIT_FSIZE, &rl), 0);
+		dev = uskb_dev_open("pcap:/tmp/uskb-dev-full.pcap");
+		CHECK(dev != NULL);
+		if (!dev)
+			_exit(1);
+		for (int i = 0; i < 1000; i++) {
+			struct uskb *skb = uskb_alloc(128);
+
+			t_fill(uskb_put(skb, 100), 100, (unsigned int)i);
+			uskb_dev_xmit(dev, 0, &skb, 1, &res);
+		}
+		uskb_dev_flush(dev, 0);
+		uskb_dev_get_stats(dev, -1, &s);
+		CHECK(stat(path, &sb) == 0);
+		CHECK(s.tx_dropped > 0);
+		CHECK_EQ(s.tx_packets + s.tx_dropped, 1000);
+		CHECK_EQ((uint64_t)sb.st_size, 24 + s.tx_packets * (16 + 100));
+		CHECK_EQ(s.tx_bytes, s.tx_packets * 100);
+		CHECK(uskb_dev_last_error(dev, err, sizeof(err)) > 0 && strstr(err, "frames lost"));
+		uskb_dev_close(dev);
+		_exit(t_failures);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	unlink(path);
 }
 
 int main(void)
@@ -167,5 +223,6 @@ int main(void)
 	unlink(path);
 	uskb_page_put(pg);
 	registry();
+	pcap_full();
 	return t_end("dev");
 }

@@ -260,6 +260,7 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	uskb_count_add(&q->tx_bytes, bytes);
 	uskb_count_add(&q->tx_dropped, (uint64_t)dropped);
 	uskb_count_add(&q->tx_busy, (uint64_t)(n - ok - dropped));
+	__uskb_dev_tx_settle(q);
 	return ok;
 }
 
@@ -315,6 +316,9 @@ void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct uskb_dev_s
 
 void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)
 {
-	if (dev->ops->flush)
-		dev->ops->flush(dev, queue);
+	if (!dev->ops->flush)
+		return;
+	dev->ops->flush(dev, queue);
+	if (dev->qstats)
+		__uskb_dev_tx_settle(&dev->qstats[queue]);
 }

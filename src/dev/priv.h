@@ -74,6 +74,8 @@ USKB_HIDDEN int __uskb_dev_set_down(struct uskb_dev *dev, int err, const char *f
  */
 USKB_HIDDEN void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, uint64_t frames,
 				    uint64_t bytes, const char *why);
+/* the lost frames leave tx_packets (uskb_dev_xmit and uskb_dev_flush, on their return) */
+USKB_HIDDEN void __uskb_dev_tx_settle(struct uskb_dev_stats *q);
 
 /*
  * Drop @skb, a frame the device cannot send (@why says why): it is

@@ -163,11 +163,25 @@ void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, uint64_t frame
 				 queue, frames, frames == 1 ? "" : "s", why ? why : "the device went down");
 	if (!dev->qstats)
 		return;
-	/* counted as sent when the device took them: now they are drops */
+	/*
+	 * Counted as sent when the device took them: now they are drops. They
+	 * leave tx_packets when the transmit or flush that found them returns
+	 * (__uskb_dev_tx_settle), after that call's own sends were added, so
+	 * that a reader never sees tx_packets below zero.
+	 */
 	q = &dev->qstats[queue];
-	uskb_count_add(&q->tx_packets, -frames);
-	uskb_count_add(&q->tx_bytes, -bytes);
 	uskb_count_add(&q->tx_dropped, frames);
+	q->__tx_unsent += frames;
+	q->__tx_unsent_bytes += bytes;
+}
+
+void __uskb_dev_tx_settle(struct uskb_dev_stats *q)
+{
+	if (uskb_likely(!q->__tx_unsent))
+		return;
+	uskb_count_add(&q->tx_packets, -q->__tx_unsent);
+	uskb_count_add(&q->tx_bytes, -q->__tx_unsent_bytes);
+	q->__tx_unsent = q->__tx_unsent_bytes = 0;
 }
 
 const char *__uskb_dev_too_long_why(const struct uskb *skb)
