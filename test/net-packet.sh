@@ -130,6 +130,8 @@ out=$(ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 5 --imix "100
 # (a stale pair of a process that no longer exists is removed first; 9999990
 # is above any pid_max, so no such process can exist)
 "$net" up -p uv9999990 >/dev/null || bad "netns-veth.sh up -p uv9999990"
+# (and a half pair, as a cleanup cut short once left)
+"$net" up -p uv9999991 >/dev/null && ip netns del uv9999991-a || bad "netns-veth.sh up -p uv9999991"
 out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")
 grep -q '"packets": 500,' <<<"$out" || bad "--veth: $out"
 # the peer received exactly what was sent: the ends are quiet, nothing else arrives
@@ -137,7 +139,8 @@ grep -q '"peer_received": 500}' <<<"$out" || bad "--veth: JSON peer_received: $o
 rx=$(sed -n 's/.* received \([0-9]*\) packets; the pair is removed$/\1/p' "$tmp/err")
 [ "$rx" = 500 ] || bad "--veth: peer received '$rx': $(cat "$tmp/err")"
 grep -q "removed the pair uv9999990-a/uv9999990-b left by process 9999990" "$tmp/err" &&
-	! ip netns list | grep -q '^uv9999990-' || bad "--veth: stale pair: $(cat "$tmp/err")"
+	grep -q "removed the pair uv9999991-a/uv9999991-b left by process 9999991" "$tmp/err" &&
+	! ls /run/netns | grep -q '^uv999999[01]-' || bad "--veth: stale pairs: $(cat "$tmp/err")"
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
 # --veth -i KIND: the kind and its options land on the veth end

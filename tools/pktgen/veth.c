@@ -167,15 +167,19 @@ static void remove_stale_pairs(void)
 		return;
 	while ((e = readdir(d))) {
 		unsigned long pid;
+		char end;
 		int n = 0;
 
-		if (sscanf(e->d_name, "uv%lu-a%n", &pid, &n) != 1 || n == 0 || e->d_name[n] ||
-		    pid == 0 || pid > 9999999)
+		/* uvPID-a or uvPID-b: either may be what is left */
+		if (sscanf(e->d_name, "uv%lu-%c%n", &pid, &end, &n) != 2 || (end != 'a' && end != 'b') ||
+		    e->d_name[n] || pid == 0 || pid > 9999999)
 			continue;
 		/* a process that is there is not stale, unless it is this one (a pid used again) */
 		if ((pid_t)pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
 			continue;
 		snprintf(pfx, sizeof(pfx), "uv%lu", pid);
+		if (pair_gone(pfx)) /* its other end was this pair's, removed a moment ago */
+			continue;
 		if (run_script_cmd("down", pfx) == 0 && pair_gone(pfx))
 			fprintf(stderr, "uskb-pktgen: --veth: removed the pair %s-a/%s-b left by "
 					"process %lu, which no longer exists\n", pfx, pfx, pid);
