@@ -96,7 +96,7 @@ static void pcap_full(void)
 {
 	const char *path = "/tmp/uskb-dev-full.pcap";
 	pid_t pid = fork();
-	int st;
+	int st = 0;
 
 	if (pid == 0) {
 		struct rlimit rl = { 65536, 65536 };
