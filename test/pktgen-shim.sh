@@ -88,6 +88,7 @@ grep -q 'Device: null@1' <<<"$out" || bad "sample did not finish"
 (
 	source "$tmp/functions.sh"
 	[ "$(cat "$tmp/sample.sh" | head -n 1)" = "#!/bin/bash" ] || echo "FAIL: cat of a file"
+	[ "$(echo piped | cat)" = piped ] || echo "FAIL: cat of its standard input"
 	cat /proc/net/pktgen/nodev 2>&1 | grep -q "No such file" || echo "FAIL: cat of a missing device"
 ) | grep FAIL && bad "the shim's cat"
 ls /tmp/uskb-pktgen-script.* >/dev/null 2>&1 && [ -n "$(find /tmp -maxdepth 1 -name 'uskb-pktgen-script.*' -newer "$tmp/sample.sh")" ] &&

@@ -68,6 +68,7 @@ function _uskb_save_blocks() {
 # from what the run saved; every other cat is the real one.
 function cat() {
 	local a saved rc=0
+	[ $# -gt 0 ] || { command cat; return; }
 	for a in "$@"; do
 		[[ "$a" == "$PROC_DIR"/* ]] || { command cat "$@"; return; }
 	done
