@@ -338,9 +338,7 @@ static void ring_send(struct packet_priv *p, struct ptx *t)
 	e = errno;
 	if (e == EAGAIN || e == ENOBUFS || e == EINTR)
 		return;
-	if (e == ENXIO || e == ENODEV || e == ENETDOWN) {
-		if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW) == 0)
-			__uskb_dev_set_down(p->dev, e, "packet:%s: send: %s", p->ifname, strerror(e));
+	if (__uskb_dev_send_gone(p->dev, t->fd, &t->link, e, "send")) {
 		ring_recover(p, t, true);
 		return;
 	}
@@ -390,10 +388,7 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 				h = slot(t, t->cur); /* a recovery may have moved the frames up */
 			}
 			if (!uskb_dev_running(p->dev)) {
-				for (; i < n; i++) {
-					res[i] = USKB_XMIT_DROP;
-					uskb_consume(skbs[i]);
-				}
+				__uskb_dev_drop_all(skbs + i, n - i, res + i);
 				break;
 			}
 			if (slot_status(h) & (TP_STATUS_SEND_REQUEST | TP_STATUS_SENDING | TP_STATUS_WRONG_FORMAT)) {
@@ -405,7 +400,7 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		uskb_copy_bits(skb, 0, (unsigned char *)h + DATA_OFF, (int)skb->len);
 		h->tp_len = skb->len;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-		t->cur = t->cur + 1 == t->frame_nr ? 0 : t->cur + 1;
+		t->cur = next_slot(t, t->cur);
 		t->pending++;
 		res[i] = USKB_XMIT_OK;
 		uskb_consume(skb);
@@ -459,9 +454,7 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		if (fail == USKB_XMIT_DROP) {
 			int e = errno;
 
-			if ((e == ENXIO || e == ENODEV || e == ENETDOWN) &&
-			    __uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW) == 0)
-				__uskb_dev_set_down(p->dev, e, "packet:%s: sendmmsg: %s", p->ifname, strerror(e));
+			__uskb_dev_send_gone(p->dev, t->fd, &t->link, e, "sendmmsg");
 			if (e == EMSGSIZE) /* the MTU fell: ask for the new one */
 				__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_NOW);
 			if (uskb_dev_running(p->dev)) /* else the reason it went down stays */
@@ -495,20 +488,14 @@ static void packet_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **
 	if (uskb_unlikely(!t->ready) && tx_ready(p, t)) {
 		/* queue 0 was set up at open: a later queue failed; the device says why */
 		__uskb_dev_error(dev, "queue %u: %s", queue, __uskb_dev_fail_text());
-		for (int i = 0; i < n; i++) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skbs[i]);
-		}
+		__uskb_dev_drop_all(skbs, n, res);
 		return;
 	}
 	/* the interface gone or down: everything is dropped, the sender told by uskb_dev_running() */
 	if (uskb_unlikely(__uskb_dev_link_check(dev, t->fd, &t->link, USKB_LINK_HOT))) {
 		if (t->ring)
 			ring_recover(p, t, true);
-		for (int i = 0; i < n; i++) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skbs[i]);
-		}
+		__uskb_dev_drop_all(skbs, n, res);
 		return;
 	}
 	if (p->mmsg)

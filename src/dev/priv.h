@@ -60,6 +60,14 @@ enum uskb_link_when {
  */
 USKB_HIDDEN int __uskb_dev_link_check(struct uskb_dev *dev, int fd, struct uskb_dev_link *l,
 				      enum uskb_link_when when);
+/*
+ * A send failed with @err. When @err says the interface went away (ENXIO,
+ * ENODEV, ENETDOWN), the device is down from now on (the interface asked at
+ * once for the reason; @what names the call otherwise) and this returns
+ * true; any other error returns false and changes nothing.
+ */
+USKB_HIDDEN bool __uskb_dev_send_gone(struct uskb_dev *dev, int fd, struct uskb_dev_link *l, int err,
+				      const char *what);
 /* a receive on a device that is down: -ENETDOWN, with its reason as the open-style error */
 USKB_HIDDEN int __uskb_dev_rx_down(struct uskb_dev *dev);
 /* mark @dev down (the first caller sets its last error: why); -@err */
@@ -85,6 +93,8 @@ USKB_HIDDEN void __uskb_dev_tx_settle(struct uskb_dev_stats *q);
  */
 USKB_HIDDEN void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
 				 int *res, const char *why);
+/* drop all @n skbs (a device that cannot send at all now): each consumed, each USKB_XMIT_DROP */
+USKB_HIDDEN void __uskb_dev_drop_all(struct uskb **skbs, int n, int *res);
 /* why __uskb_dev_too_long() refused @skb, for __uskb_dev_drop() */
 USKB_HIDDEN const char *__uskb_dev_too_long_why(const struct uskb *skb);
 

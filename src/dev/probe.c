@@ -136,6 +136,17 @@ int __uskb_dev_set_down(struct uskb_dev *dev, int err, const char *fmt, ...)
 	return -err;
 }
 
+bool __uskb_dev_send_gone(struct uskb_dev *dev, int fd, struct uskb_dev_link *l, int err,
+			  const char *what)
+{
+	if (err != ENXIO && err != ENODEV && err != ENETDOWN)
+		return false;
+	/* the interface's own state is the better reason; the call's error otherwise */
+	if (__uskb_dev_link_check(dev, fd, l, USKB_LINK_NOW) == 0)
+		__uskb_dev_set_down(dev, err, "%s: %s: %s", dev->name, what, strerror(err));
+	return true;
+}
+
 int __uskb_dev_rx_down(struct uskb_dev *dev)
 {
 	char why[160];
@@ -182,6 +193,14 @@ void __uskb_dev_tx_settle(struct uskb_dev_stats *q)
 	uskb_count_add(&q->tx_packets, -q->__tx_unsent);
 	uskb_count_add(&q->tx_bytes, -q->__tx_unsent_bytes);
 	q->__tx_unsent = q->__tx_unsent_bytes = 0;
+}
+
+void __uskb_dev_drop_all(struct uskb **skbs, int n, int *res)
+{
+	for (int i = 0; i < n; i++) {
+		res[i] = USKB_XMIT_DROP;
+		uskb_consume(skbs[i]);
+	}
 }
 
 const char *__uskb_dev_too_long_why(const struct uskb *skb)

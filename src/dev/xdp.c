@@ -94,7 +94,6 @@ struct xdp_priv {
 	int ifindex;
 	unsigned int nq;
 	bool zerocopy;
-	unsigned int mtu;
 	int ctl_fd; /* for ioctls on the interface, in the open's network namespace */
 	pthread_mutex_t attach_lock;
 	int map_fd, prog_fd, link_fd;
@@ -260,7 +259,6 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 	}
 	snprintf(p->ifname, sizeof(p->ifname), "%s", tok);
 	p->ifindex = (int)if_nametoindex(tok);
-	p->mtu = dev->mtu;
 	p->ctl_fd = fd;
 	p->map_fd = p->prog_fd = p->link_fd = -1;
 	pthread_mutex_init(&p->attach_lock, NULL);
@@ -347,16 +345,10 @@ static void tx_lost(struct uskb_dev *dev, unsigned int queue, struct xq *q)
 static void tx_wakeup(struct uskb_dev *dev, unsigned int queue, struct xq *q)
 {
 	struct xdp_priv *p = dev->priv;
-	int e;
 
-	if (sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0)
-		return;
-	e = errno;
-	if (e != ENXIO && e != ENODEV && e != ENETDOWN)
-		return;
-	if (__uskb_dev_link_check(dev, p->ctl_fd, &q->link, USKB_LINK_NOW) == 0)
-		__uskb_dev_set_down(dev, e, "xdp:%s: %s", p->ifname, strerror(e));
-	tx_lost(dev, queue, q);
+	if (sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+	    __uskb_dev_send_gone(dev, p->ctl_fd, &q->link, errno, "sendto"))
+		tx_lost(dev, queue, q);
 }
 
 static void tx_kick(struct uskb_dev *dev, unsigned int queue, struct xq *q)
@@ -405,10 +397,7 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	 */
 	if (uskb_unlikely(__uskb_dev_link_check(dev, p->ctl_fd, &q->link, USKB_LINK_HOT))) {
 		tx_lost(dev, queue, q);
-		for (i = 0; i < n; i++) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skbs[i]);
-		}
+		__uskb_dev_drop_all(skbs, n, res);
 		return;
 	}
 	if (q->tx_nfree < (unsigned int)n)
@@ -447,14 +436,12 @@ static void xdp_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		if (++q->tx_pending >= KICK_BATCH)
 			tx_kick(dev, queue, q);
 	}
-	for (; i < n; i++) {
-		if (uskb_unlikely(q->tx_gone)) {
-			res[i] = USKB_XMIT_DROP;
-			uskb_consume(skbs[i]);
-		} else {
-			res[i] = USKB_XMIT_BUSY;
-		}
+	if (uskb_unlikely(q->tx_gone)) {
+		__uskb_dev_drop_all(skbs + i, n - i, res + i);
+		return;
 	}
+	for (; i < n; i++)
+		res[i] = USKB_XMIT_BUSY;
 }
 
 /* ---- receive ---- */
