@@ -230,8 +230,37 @@ fuzz-run: fuzz
 
 # ---- benchmarks ----
 
-bench:
-	bench/run
+# `make bench` builds every benchmark program; the scripts in bench/ run them
+# (bench/run, bench/pktgen, bench/net, bench/compare; USKB_BENCH_SMOKE=1 for
+# a short run that only proves they work). The DPDK peer builds when
+# libdpdk-dev is installed (scripts/deps.sh --bench).
+HAVE_DPDK   ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
+BENCH_CORE  := $(patsubst %,$(BUILD)/bench/bench_%,core cache zc)
+BENCH_BINS  := $(BENCH_CORE) $(BUILD)/bench/bench_pktgen
+ifeq ($(HAVE_DPDK),1)
+BENCH_BINS  += $(BUILD)/bench/bench_dpdk
+endif
+BENCH_DEPS  := bench/bench.h bench/spsc.h $(HEADERS)
+
+bench: $(BENCH_BINS)
+
+# the buffer benchmarks use libuskb alone
+$(BENCH_CORE): $(BUILD)/bench/%: bench/%.c $(BENCH_DEPS) $(STATIC)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+
+$(BUILD)/bench/bench_pktgen: bench/bench_pktgen.c $(BENCH_DEPS) $(ALL_A)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
+
+# DPDK's headers are not clean under our warnings; its own flags, and -Wall
+$(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) -std=gnu11 -Wall $(SANFLAGS) $(CFLAGS) $(shell pkg-config --cflags libdpdk) $< -o $@ \
+		$(shell pkg-config --libs libdpdk)
 
 # ---- install ----
 

@@ -23,25 +23,67 @@ static int bench_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-#define BENCH_RUNS 7
+/*
+ * USKB_BENCH_SMOKE=1 (anything but empty or "0"): one timed run per row and
+ * a hundredth of the work, to prove in CI that every benchmark still builds
+ * and runs. Smoke figures are never compared or published.
+ */
+static inline int bench_smoke(void)
+{
+	static int smoke = -1;
+
+	if (smoke < 0) {
+		const char *e = getenv("USKB_BENCH_SMOKE");
+
+		smoke = e && *e && strcmp(e, "0") != 0;
+	}
+	return smoke;
+}
+
+/* the operations a row runs: @n, or a hundredth of it in smoke mode */
+static inline long bench_n(long n)
+{
+	return bench_smoke() ? (n / 100 > 0 ? n / 100 : 1) : n;
+}
+
+#define BENCH_MAX_RUNS 7
+
+/* timed runs per row (the median is printed) */
+static inline int bench_runs(void)
+{
+	return bench_smoke() ? 1 : BENCH_MAX_RUNS;
+}
+
+/* progress on stderr as each row starts; the figures go to stdout */
+static inline void bench_row(const char *name)
+{
+	fprintf(stderr, "  %s\n", name);
+}
+
+/* the median of @n figures in @r (sorted in place) */
+static inline double bench_median(double *r, int n)
+{
+	qsort(r, (size_t)n, sizeof(double), bench_cmp);
+	return r[n / 2];
+}
 
 /*
- * Time @body (which runs @iters operations) BENCH_RUNS times after one
+ * Time @body (which runs @iters operations) bench_runs() times after one
  * warm-up, and print "name ns_per_op" with the median.
  */
 #define BENCH(name, iters, ...)                                                 \
 	do {                                                                   \
-		double _r[BENCH_RUNS];                                         \
+		double _r[BENCH_MAX_RUNS];                                     \
 		long _it = (iters);                                            \
-		int _k;                                                        \
-		for (_k = -1; _k < BENCH_RUNS; _k++) {                         \
+		int _k, _runs = bench_runs();                                  \
+		bench_row(name);                                               \
+		for (_k = -1; _k < _runs; _k++) {                              \
 			double _t0 = bench_now_ns();                           \
-			__VA_ARGS__;                                                \
+			__VA_ARGS__;                                           \
 			if (_k >= 0)                                           \
 				_r[_k] = (bench_now_ns() - _t0) / (double)_it; \
 		}                                                              \
-		qsort(_r, BENCH_RUNS, sizeof(double), bench_cmp);              \
-		printf("%s %.2f\n", name, _r[BENCH_RUNS / 2]);                 \
+		printf("%s %.2f\n", name, bench_median(_r, _runs));           \
 		fflush(stdout);                                                \
 	} while (0)
 

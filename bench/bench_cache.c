@@ -14,9 +14,7 @@
 #include "bench.h"
 #include "spsc.h"
 
-#define N 2000000L
 #define BURST 32
-#define PC_TOTAL 4000000L
 
 static void set_cache(unsigned int size, unsigned int defer_max)
 {
@@ -39,6 +37,7 @@ static void set_cache(unsigned int size, unsigned int defer_max)
 enum pc_kind { PC_USKB, PC_MALLOC };
 
 static struct spsc ring;
+static long pc_total; /* operations per producer/consumer run */
 static enum pc_kind pc_kind;
 
 static void *pc_consumer(void *arg)
@@ -47,7 +46,7 @@ static void *pc_consumer(void *arg)
 	long got = 0;
 
 	(void)arg;
-	while (got < PC_TOTAL) {
+	while (got < pc_total) {
 		unsigned int n = spsc_pop(&ring, v, BURST), i;
 
 		if (!n)
@@ -79,7 +78,7 @@ static double pc_run(enum pc_kind kind)
 	atomic_store(&ring.tail, 0);
 	pthread_create(&th, NULL, pc_consumer, NULL);
 	t0 = bench_now_ns();
-	while (sent < PC_TOTAL) {
+	while (sent < pc_total) {
 		unsigned int k = 0;
 
 		if (kind == PC_USKB) {
@@ -100,31 +99,34 @@ static double pc_run(enum pc_kind kind)
 	pthread_join(th, NULL);
 	t0 = bench_now_ns() - t0;
 	uskb_thread_flush();
-	return (double)PC_TOTAL / t0 * 1e3; /* Mops/s */
+	return (double)pc_total / t0 * 1e3; /* Mops/s */
 }
 
 static void pc_bench(const char *name, enum pc_kind kind)
 {
 	double r[5];
-	int k;
+	int k, runs = bench_smoke() ? 1 : 5;
 
+	bench_row(name);
 	pc_run(kind); /* warm-up */
-	for (k = 0; k < 5; k++)
+	for (k = 0; k < runs; k++)
 		r[k] = pc_run(kind);
-	qsort(r, 5, sizeof(double), bench_cmp);
-	printf("%s %.2f\n", name, r[2]);
+	printf("%s %.2f\n", name, bench_median(r, runs));
 	fflush(stdout);
 }
 
 int main(void)
 {
 	struct uskb *v[BURST];
+	const long n = bench_n(2000000L);
 	long i;
 	int j;
 
+	pc_total = bench_n(4000000L);
+
 	/* 1. same thread */
 	/* one at a time: alloc_free.* in bench_core */
-	BENCH("st32.malloc", N, for (i = 0; i < N / BURST; i++) {
+	BENCH("st32.malloc", n, for (i = 0; i < n / BURST; i++) {
 		void *s[BURST], *h[BURST];
 		for (j = 0; j < BURST; j++) {
 			s[j] = malloc(sizeof(struct uskb));
@@ -135,7 +137,7 @@ int main(void)
 			free(s[j]);
 		}
 	});
-	BENCH("st32.uskb", N, for (i = 0; i < N / BURST; i++) {
+	BENCH("st32.uskb", n, for (i = 0; i < n / BURST; i++) {
 		if (uskb_alloc_bulk(v, BURST, 256))
 			abort();
 		bench_sink += v[0]->end;
@@ -144,7 +146,7 @@ int main(void)
 
 	/* 3. local cache vs direct (cache off) */
 	set_cache(0, 128);
-	BENCH("st1.uskb_nocache", N, for (i = 0; i < N; i++) {
+	BENCH("st1.uskb_nocache", n, for (i = 0; i < n; i++) {
 		struct uskb *skb = uskb_alloc(256);
 		bench_sink += skb->end;
 		uskb_free(skb);

@@ -6,7 +6,6 @@
 #include <uskb/uskb.h>
 #include "bench.h"
 
-#define N 1000000L
 #define BATCH 1000
 
 static struct uskb *mk_1500_3frags(struct uskb_page *pg)
@@ -29,25 +28,26 @@ int main(void)
 	struct uskb *batch[BATCH];
 	struct uskb_page *pg = uskb_page_alloc(0);
 	struct uskb *tmpl;
+	const long n = bench_n(1000000L);
 	long i;
 	int j;
 
 	memset(buf, 0x5a, sizeof(buf));
-	BENCH("alloc_free.malloc", N, for (i = 0; i < N; i++) {
+	BENCH("alloc_free.malloc", n, for (i = 0; i < n; i++) {
 		void *s = malloc(sizeof(struct uskb));
 		void *h = malloc(256 + 320);
 		bench_sink += (unsigned long)s ^ (unsigned long)h;
 		free(h);
 		free(s);
 	});
-	BENCH("alloc_free.uskb", N, for (i = 0; i < N; i++) {
+	BENCH("alloc_free.uskb", n, for (i = 0; i < n; i++) {
 		struct uskb *skb = uskb_alloc(256);
 		bench_sink += skb->end;
 		uskb_free(skb);
 	});
 	tmpl = uskb_alloc(256);
 	uskb_put_zero(tmpl, 100);
-	BENCH("clone_free.uskb", N, for (i = 0; i < N; i++) {
+	BENCH("clone_free.uskb", n, for (i = 0; i < n; i++) {
 		struct uskb *c = uskb_clone(tmpl);
 		bench_sink += c->len;
 		uskb_free(c);
@@ -55,7 +55,7 @@ int main(void)
 	uskb_free(tmpl);
 	tmpl = uskb_alloc_fclone(256);
 	uskb_put_zero(tmpl, 100);
-	BENCH("clone_free.uskb_fclone", N, for (i = 0; i < N; i++) {
+	BENCH("clone_free.uskb_fclone", n, for (i = 0; i < n; i++) {
 		struct uskb *c = uskb_clone(tmpl);
 		bench_sink += c->len;
 		uskb_free(c);
@@ -63,7 +63,7 @@ int main(void)
 	uskb_free(tmpl);
 	tmpl = uskb_alloc(256);
 	uskb_reserve(tmpl, 128);
-	BENCH("put_push_pull.uskb", 3 * N, for (i = 0; i < N; i++) {
+	BENCH("put_push_pull.uskb", 3 * n, for (i = 0; i < n; i++) {
 		uskb_put(tmpl, 14);
 		uskb_push(tmpl, 20);
 		uskb_pull(tmpl, 20);
@@ -73,21 +73,22 @@ int main(void)
 	uskb_free(tmpl);
 
 	tmpl = mk_1500_3frags(pg);
-	BENCH("pskb_copy_free.uskb", N / 4, for (i = 0; i < N / 4; i++) {
+	BENCH("pskb_copy_free.uskb", n / 4, for (i = 0; i < n / 4; i++) {
 		struct uskb *c = uskb_pskb_copy(tmpl);
 		bench_sink += c->len;
 		uskb_free(c);
 	});
 	/* linearize alone: copies prepared outside the timed region */
 	{
-		double r[BENCH_RUNS], t0;
-		int k;
+		double r[BENCH_MAX_RUNS], t0;
+		int k, runs = bench_runs(), reps = bench_smoke() ? 1 : 20;
 
-		for (k = -1; k < BENCH_RUNS; k++) {
+		bench_row("linearize_1500_3frags.uskb");
+		for (k = -1; k < runs; k++) {
 			double sum = 0;
 			int rep;
 
-			for (rep = 0; rep < 20; rep++) {
+			for (rep = 0; rep < reps; rep++) {
 				for (j = 0; j < BATCH; j++)
 					batch[j] = uskb_pskb_copy(tmpl);
 				t0 = bench_now_ns();
@@ -98,20 +99,19 @@ int main(void)
 					uskb_free(batch[j]);
 			}
 			if (k >= 0)
-				r[k] = sum / (20.0 * BATCH);
+				r[k] = sum / ((double)reps * BATCH);
 		}
-		qsort(r, BENCH_RUNS, sizeof(double), bench_cmp);
-		printf("linearize_1500_3frags.uskb %.2f\n", r[BENCH_RUNS / 2]);
+		printf("linearize_1500_3frags.uskb %.2f\n", bench_median(r, runs));
 	}
 	uskb_free(tmpl);
 
-	BENCH("csum_64.bytewise", N, for (i = 0; i < N; i++)
+	BENCH("csum_64.bytewise", n, for (i = 0; i < n; i++)
 		bench_sink += uskb_csum_partial_ref(buf + (i & 7), 64, 0));
-	BENCH("csum_64.uskb", N, for (i = 0; i < N; i++)
+	BENCH("csum_64.uskb", n, for (i = 0; i < n; i++)
 		bench_sink += uskb_csum_partial(buf + (i & 7), 64, 0));
-	BENCH("csum_1500.bytewise", N / 10, for (i = 0; i < N / 10; i++)
+	BENCH("csum_1500.bytewise", n / 10, for (i = 0; i < n / 10; i++)
 		bench_sink += uskb_csum_partial_ref(buf + (i & 7), 1500, 0));
-	BENCH("csum_1500.uskb", N, for (i = 0; i < N; i++)
+	BENCH("csum_1500.uskb", n, for (i = 0; i < n; i++)
 		bench_sink += uskb_csum_partial(buf + (i & 7), 1500, 0));
 	uskb_page_put(pg);
 	if (!uskb_stats_all_freed())

@@ -14,12 +14,11 @@
 #include "bench.h"
 #include "spsc.h"
 
-#define N 2000000L
 #define BURST 32
-#define PC_TOTAL 4000000L
 
 static struct rte_mempool *mp;
 static struct spsc ring;
+static long pc_total; /* operations per producer/consumer run */
 
 static int pc_consumer(void *arg)
 {
@@ -27,7 +26,7 @@ static int pc_consumer(void *arg)
 	long got = 0;
 
 	(void)arg;
-	while (got < PC_TOTAL) {
+	while (got < pc_total) {
 		unsigned int n = spsc_pop(&ring, (void **)v, BURST);
 
 		if (!n)
@@ -48,7 +47,7 @@ static double pc_run(unsigned int worker)
 	atomic_store(&ring.tail, 0);
 	rte_eal_remote_launch(pc_consumer, NULL, worker);
 	t0 = bench_now_ns();
-	while (sent < PC_TOTAL) {
+	while (sent < pc_total) {
 		unsigned int k = 0;
 
 		while (rte_pktmbuf_alloc_bulk(mp, v, BURST))
@@ -58,7 +57,7 @@ static double pc_run(unsigned int worker)
 		sent += BURST;
 	}
 	rte_eal_wait_lcore(worker);
-	return (double)PC_TOTAL / (bench_now_ns() - t0) * 1e3;
+	return (double)pc_total / (bench_now_ns() - t0) * 1e3;
 }
 
 int main(int argc, char **argv)
@@ -66,10 +65,12 @@ int main(int argc, char **argv)
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "--no-telemetry", "-m", "512",
 			"-l", "0-1", "--log-level=1", "--no-shconf" };
 	struct rte_mbuf *m, *tmpl, *v[BURST];
+	const long n = bench_n(2000000L);
 	unsigned int worker;
 	long i;
 
 	(void)argc;
+	pc_total = bench_n(4000000L);
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
 		fprintf(stderr, "bench_dpdk: rte_eal_init failed\n");
 		return 77;
@@ -81,12 +82,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_dpdk: pool create failed\n");
 		return 77;
 	}
-	BENCH("alloc_free.dpdk", N, for (i = 0; i < N; i++) {
+	BENCH("alloc_free.dpdk", n, for (i = 0; i < n; i++) {
 		m = rte_pktmbuf_alloc(mp);
 		bench_sink += m->buf_len;
 		rte_pktmbuf_free(m);
 	});
-	BENCH("st32.dpdk", N, for (i = 0; i < N / BURST; i++) {
+	BENCH("st32.dpdk", n, for (i = 0; i < n / BURST; i++) {
 		if (rte_pktmbuf_alloc_bulk(mp, v, BURST))
 			abort();
 		bench_sink += v[0]->buf_len;
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
 	});
 	tmpl = rte_pktmbuf_alloc(mp);
 	rte_pktmbuf_append(tmpl, 100);
-	BENCH("clone_free.dpdk", N, for (i = 0; i < N; i++) {
+	BENCH("clone_free.dpdk", n, for (i = 0; i < n; i++) {
 		m = rte_pktmbuf_clone(tmpl, mp);
 		bench_sink += m->pkt_len;
 		rte_pktmbuf_free(m);
@@ -103,13 +104,13 @@ int main(int argc, char **argv)
 	worker = rte_get_next_lcore(-1, 1, 0);
 	if (worker < RTE_MAX_LCORE) {
 		double r[5];
-		int k;
+		int k, runs = bench_smoke() ? 1 : 5;
 
+		bench_row("pc.dpdk");
 		pc_run(worker);
-		for (k = 0; k < 5; k++)
+		for (k = 0; k < runs; k++)
 			r[k] = pc_run(worker);
-		qsort(r, 5, sizeof(double), bench_cmp);
-		printf("pc.dpdk %.2f\n", r[2]);
+		printf("pc.dpdk %.2f\n", bench_median(r, runs));
 	}
 	rte_mempool_free(mp);
 	rte_eal_cleanup();

@@ -13,8 +13,6 @@
 #include <uskb/pktgen.h>
 #include "bench.h"
 
-#define N 1000000
-
 static struct uskb_pktgen_pkt pkt(void)
 {
 	struct uskb_pktgen_pkt p = { 0 };
@@ -46,17 +44,18 @@ int main(void)
 	struct uskb_dev *dev = uskb_dev_open("null");
 	struct uskb_pktgen_pkt p = pkt();
 	struct uskb_page *zp = uskb_zero_page();
+	const long n = bench_n(1000000L);
 
 	if (!dev)
 		return 1;
-	BENCH("pg_seed.shared", N, for (long i = 0; i < N; i++) {
+	BENCH("pg_seed.shared", n, for (long i = 0; i < n; i++) {
 		struct uskb *skb;
 
 		stamp(&p);
 		skb = uskb_pktgen_build(&p, dev, zp);
 		uskb_dev_xmit(dev, 0, &skb, 1, NULL);
 	});
-	BENCH("pg_seed.fresh", N, for (long i = 0; i < N; i++) {
+	BENCH("pg_seed.fresh", n, for (long i = 0; i < n; i++) {
 		struct uskb_page *pg = uskb_page_alloc(0);
 		struct uskb *skb;
 

@@ -64,7 +64,7 @@ int main(void)
 	memset(ubuf_mem, 0x3c, sizeof(ubuf_mem));
 	uskb_zerocopy_set_min_len(0); /* measure attaching at every size */
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
-		n = sizes[k] >= 16384 ? 200000 : 1000000;
+		n = bench_n(sizes[k] >= 16384 ? 200000 : 1000000);
 		snprintf(name, sizeof(name), "zc_attach_%zu", sizes[k]);
 		BENCH(name, n, for (i = 0; i < n; i++) attach_once(sizes[k]));
 		snprintf(name, sizeof(name), "zc_copy_%zu", sizes[k]);
@@ -75,14 +75,15 @@ int main(void)
 	uskb_put_zero(from, 200);
 	uskb_page_get(pg);
 	uskb_add_rx_frag(from, 0, pg, 0, 1000, 1000);
-	BENCH("skb_zerocopy_1200", 1000000L, for (i = 0; i < 1000000L; i++) {
+	n = bench_n(1000000L);
+	BENCH("skb_zerocopy_1200", n, for (i = 0; i < n; i++) {
 		struct uskb *to = uskb_alloc(128);
 
 		if (uskb_zerocopy(to, from, 1200, (int)uskb_zerocopy_headlen(from)))
 			abort();
 		uskb_free(to);
 	});
-	BENCH("skb_copy_1200", 1000000L, for (i = 0; i < 1000000L; i++) {
+	BENCH("skb_copy_1200", n, for (i = 0; i < n; i++) {
 		struct uskb *to = uskb_alloc(1300);
 
 		uskb_copy_bits(from, 0, uskb_put(to, 1200), 1200);
