@@ -37,6 +37,16 @@ XDP_LIBS    := $(shell pkg-config --libs libxdp libbpf)
 else
 $(info uskb: building everything but the xdp: device (no libxdp-dev/libbpf-dev, or HAVE_XDP=0))
 endif
+# the socket devices' uring mode needs liburing (liburing-dev); without it that mode says so
+HAVE_URING  ?= $(shell pkg-config --exists liburing 2>/dev/null && echo 1)
+ifeq ($(HAVE_URING),1)
+URING_CFLAGS := -DUSKB_HAVE_URING $(shell pkg-config --cflags liburing)
+URING_LIBS  := $(shell pkg-config --libs liburing)
+else
+$(info uskb: the socket devices without their uring mode (no liburing-dev, or HAVE_URING=0))
+endif
+# what libuskb-netdev links besides libuskb
+NETDEV_LIBS := $(XDP_LIBS) $(URING_LIBS)
 
 ifneq ($(V),1)
 Q := @
@@ -72,7 +82,7 @@ PKTGEN_SO   := $(BUILD)/libuskb-pktgen.so.$(VERSION)
 PCS         := $(BUILD)/uskb.pc $(BUILD)/uskb-netdev.pc $(BUILD)/uskb-pktgen.pc
 # what a program using devices or pktgen links, in link order
 ALL_A       := $(PKTGEN_A) $(NETDEV_A) $(STATIC)
-ALL_LDLIBS  := $(XDP_LIBS) $(LDLIBS)
+ALL_LDLIBS  := $(NETDEV_LIBS) $(LDLIBS)
 TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
@@ -97,6 +107,7 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/dev/xdp.o: LIBFLAGS += $(XDP_CFLAGS)
+$(BUILD)/obj/dev/sock_uring.o: LIBFLAGS += $(URING_CFLAGS)
 
 $(BUILD)/%.a:
 	$(call quiet,AR,$@)
@@ -119,14 +130,14 @@ $(SHARED): $(CORE_OBJS) src/libuskb.map
 	$(call shared_lib,libuskb,$(CORE_OBJS),src/libuskb.map,$(LDLIBS))
 
 $(NETDEV_SO): $(NETDEV_OBJS) src/dev/libuskb-netdev.map $(SHARED)
-	$(call shared_lib,libuskb-netdev,$(NETDEV_OBJS),src/dev/libuskb-netdev.map,-luskb $(XDP_LIBS) $(LDLIBS))
+	$(call shared_lib,libuskb-netdev,$(NETDEV_OBJS),src/dev/libuskb-netdev.map,-luskb $(NETDEV_LIBS) $(LDLIBS))
 
 $(PKTGEN_SO): $(PKTGEN_OBJS) src/pktgen/libuskb-pktgen.map $(NETDEV_SO)
 	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(LDLIBS))
 
 # the .pc files follow PREFIX and friends: a build for /usr/local and an
 # install for /usr must not share them
-PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(XDP_LIBS)
+PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(NETDEV_LIBS)
 $(BUILD)/pc-vars: FORCE
 	@mkdir -p $(@D)
 	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' > $@
@@ -135,7 +146,7 @@ $(BUILD)/%.pc: %.pc.in $(BUILD)/pc-vars Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@XDP_LIBS@|$(XDP_LIBS)|g' $< > $@
+		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@NETDEV_LIBS@|$(NETDEV_LIBS)|g' $< > $@
 
 # no call from a lower layer into a higher one; every global prefixed; the .so files export their maps
 check-layers: lib $(TOOL_OBJS)

@@ -1,13 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install the Debian packages uskb builds, tests, fuzzes and benchmarks with
-# (libxdp-dev and libbpf-dev for the xdp: device),
+# (libxdp-dev and libbpf-dev for the xdp: device, liburing-dev for the
+# socket devices' uring mode),
 # when they are missing. Idempotent; needs root (or sudo) only to install.
 #   scripts/deps.sh           build + test dependencies
 #   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen)
 set -eu
 
-pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev man-db"
+pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev liburing-dev man-db"
 [ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng"
 
 missing=""

@@ -80,6 +80,7 @@ static atomic_ullong open_ids;
 
 static const struct uskb_dev_ops *const builtin[] = {
 	&__uskb_dev_null_ops, &__uskb_dev_pcap_ops, &__uskb_dev_packet_ops, &__uskb_dev_xdp_ops,
+	&__uskb_dev_udp_ops,  &__uskb_dev_tcp_ops,  &__uskb_dev_unix_ops,
 };
 
 static struct {
@@ -175,10 +176,12 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 		if (!strchr(spec, ':'))
 			errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
 							 "there are), nor a device type: use null, "
-							 "pcap:FILE, packet:IFNAME or xdp:IFNAME", spec);
+							 "pcap:FILE, packet:IFNAME, xdp:IFNAME, "
+							 "udp:HOST:PORT, tcp:HOST:PORT or unix:PATH", spec);
 		else
 			errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-							 "packet:IFNAME, xdp:IFNAME or an interface name",
+							 "packet:IFNAME, xdp:IFNAME, udp:HOST:PORT, "
+							 "tcp:HOST:PORT, unix:PATH or an interface name",
 						 spec);
 		return NULL;
 	}
@@ -309,7 +312,7 @@ void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct uskb_dev_s
 		uint64_t *to = (uint64_t *)st;
 
 		/* relaxed loads: each counter has one writer, and a moment's figure is enough */
-		for (size_t i = 0; i < offsetof(struct uskb_dev_stats, rx_orphaned) / 8 + 1; i++)
+		for (size_t i = 0; i < offsetof(struct uskb_dev_stats, __tx_unsent) / 8; i++)
 			to[i] += __atomic_load_n(&from[i], __ATOMIC_RELAXED);
 	}
 }
