@@ -92,6 +92,9 @@ TOOL_OBJS   := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktg
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 # sourced by the shell tests, not run (not executable)
 TEST_HELPERS := $(patsubst test/%,$(BUILD)/test/%,$(wildcard test/*.bash))
+# BPF programs for the tests' sinks (clang -target bpf); without clang the tests that need them skip
+BPF_OBJS    := $(if $(shell command -v clang),$(patsubst bpf/%.c,$(BUILD)/bpf/%.o,$(wildcard bpf/*.c)))
+MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 BINDIR      ?= $(PREFIX)/bin
 DATADIR     ?= $(PREFIX)/share
 
@@ -179,7 +182,12 @@ $(BUILD)/tools/uskb-pktgen: $(TOOL_OBJS) $(ALL_A)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
-tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS)
+tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS) $(BPF_OBJS)
+
+$(BUILD)/bpf/%.o: bpf/%.c
+	@mkdir -p $(@D)
+	$(call quiet,BPF,$<)
+	$(Q)clang -O2 -target bpf -I/usr/include/$(MULTIARCH) -c $< -o $@
 
 # shell tests run from the build directory like the C ones
 $(BUILD)/test/%: test/%.sh

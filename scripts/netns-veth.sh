@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # A private test network: two network namespaces joined by a veth pair,
 # addresses from 198.18.0.0/15 (RFC 2544 benchmarking), permanent
-# neighbour entries, optional queues and an optional XDP program that drops
-# everything on the receiving side.
+# neighbour entries, optional queues, an optional XDP program that drops
+# everything on the receiving side and an optional tc program that drops
+# everything leaving the sending side.
 #
-#   scripts/netns-veth.sh up   [-p PREFIX] [-q QUEUES] [-x]
+#   scripts/netns-veth.sh up   [-p PREFIX] [-q QUEUES] [-x] [-s]
 #   scripts/netns-veth.sh down [-p PREFIX]
 #   scripts/netns-veth.sh show [-p PREFIX]
 #
@@ -15,6 +16,9 @@
 # -p PREFIX  names (default uskb; at most 10 characters)
 # -q N       N TX and RX queues on each end (default 1)
 # -x         attach an XDP program dropping every frame to PREFIX1
+# -s         a sink on the sending side: a tc clsact egress program on PREFIX0
+#            drops every frame it sends, so zero-copy sends complete without
+#            the copy a receiver on this host would take (bpf/tc_drop.c)
 #
 # Needs root (CAP_NET_ADMIN). Run a command inside with
 #   ip netns exec uskb-a uskb-pktgen -i packet:uskb0 ...
@@ -25,13 +29,14 @@ set -eu
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
-prefix=uskb queues=1 xdp=0
-while getopts "p:q:x" o; do
+prefix=uskb queues=1 xdp=0 sink=0
+while getopts "p:q:xs" o; do
 	case $o in
 	p) prefix=$OPTARG ;;
 	q) queues=$OPTARG ;;
 	x) xdp=1 ;;
-	*) echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x]" >&2; exit 2 ;;
+	s) sink=1 ;;
+	*) echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x] [-s]" >&2; exit 2 ;;
 	esac
 done
 case $prefix in
@@ -48,15 +53,14 @@ need_root() {
 	command -v ip >/dev/null || { echo "$0: needs ip (apt-get install iproute2)" >&2; exit 1; }
 }
 
-xdp_object() {
-	# built on demand: bpf/xdp_drop.c -> build/bpf/xdp_drop.o
+bpf_object() { # NAME: built on demand, bpf/NAME.c -> build/bpf/NAME.o
 	here=$(cd "$(dirname "$0")/.." && pwd)
-	obj=$here/build/bpf/xdp_drop.o
-	if [ ! -f "$obj" ] || [ "$here/bpf/xdp_drop.c" -nt "$obj" ]; then
-		command -v clang >/dev/null || { echo "$0: -x needs clang (scripts/deps.sh)" >&2; exit 1; }
+	obj=$here/build/bpf/$1.o
+	if [ ! -f "$obj" ] || [ "$here/bpf/$1.c" -nt "$obj" ]; then
+		command -v clang >/dev/null || { echo "$0: -x and -s need clang (scripts/deps.sh)" >&2; exit 1; }
 		mkdir -p "$(dirname "$obj")"
 		clang -O2 -target bpf -I"/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" \
-			-c "$here/bpf/xdp_drop.c" -o "$obj"
+			-c "$here/bpf/$1.c" -o "$obj"
 	fi
 	echo "$obj"
 }
@@ -73,8 +77,9 @@ up)
 		echo "$0: $na exists: run '$0 down -p $prefix' first" >&2
 		exit 1
 	fi
-	obj=""
-	[ $xdp = 1 ] && obj=$(xdp_object)
+	obj="" tcobj=""
+	[ $xdp = 1 ] && obj=$(bpf_object xdp_drop)
+	[ $sink = 1 ] && tcobj=$(bpf_object tc_drop)
 	trap 'down' EXIT
 	ip netns add "$na"
 	ip netns add "$nb"
@@ -112,8 +117,13 @@ up)
 		last=$now
 		sleep 0.02
 	done
+	# the sink after that: with it, nothing of this side reaches the other
+	if [ -n "$tcobj" ]; then
+		ip netns exec "$na" tc qdisc add dev "$da" clsact
+		ip netns exec "$na" tc filter add dev "$da" egress bpf direct-action obj "$tcobj" sec tc
+	fi
 	trap - EXIT
-	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")"
+	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")$([ $sink = 1 ] && echo ", tc egress drop on $da")"
 	;;
 down)
 	need_root
@@ -128,7 +138,7 @@ show)
 	done
 	;;
 *)
-	echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x]" >&2
+	echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x] [-s]" >&2
 	exit 2
 	;;
 esac

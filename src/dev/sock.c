@@ -579,6 +579,32 @@ static int gso_run(const struct sk_dev *s, struct uskb **skbs, int i, int n)
 	return k;
 }
 
+/*
+ * The pieces the kernel makes of @n iovecs when it takes them without a
+ * copy: one per page each touches, where the next continues in the same
+ * page at the byte after (skb_can_coalesce). A UDP send may hold at most
+ * MAX_SKB_FRAGS of them; past that a zero-copy send fails (EMSGSIZE).
+ */
+static unsigned int iov_pieces(const struct iovec *iov, int n, uintptr_t *end)
+{
+	unsigned int pieces = 0;
+
+	for (int i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base, z = a + iov[i].iov_len;
+
+		if (!iov[i].iov_len)
+			continue;
+		pieces += (unsigned int)(((z - 1) >> 12) - (a >> 12) + 1);
+		if (a == *end && (a & 4095)) /* continues the last piece in its page */
+			pieces--;
+		*end = z;
+	}
+	return pieces;
+}
+
+/* MAX_SKB_FRAGS: the pieces one zero-copy UDP send may have */
+#define UDP_ZC_PIECES 17
+
 static void set_segment(struct msghdr *m, void *buf, size_t size, uint16_t seg)
 {
 	struct cmsghdr *cm;
@@ -647,6 +673,8 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 		while (i < n && k < MMSG) {
 			struct msghdr *mh = &b->msg[k].msg_hdr;
 			const char *why = unsendable(s, skbs[i]);
+			unsigned int pieces, p;
+			uintptr_t end;
 			int cnt, c, used = 0;
 			uint32_t bytes = 0;
 			bool mzc;
@@ -659,10 +687,17 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 				continue;
 			}
 			cnt = gso_run(s, skbs, i, n);
+			pieces = 0;
+			end = 0;
 			for (j = 0; j < cnt; j++) {
 				c = skb_iov(skbs[i + j], 0, b->iov + nv + used, SK_IOV - nv - used);
 				if (c < 0)
 					break;
+				/* zero copy: a GSO run ends where the kernel's frags would run out */
+				p = iov_pieces(b->iov + nv + used, c, &end);
+				if (j && s->zc && pieces + p > UDP_ZC_PIECES)
+					break;
+				pieces += p;
 				used += c;
 				bytes += skbs[i + j]->len;
 			}
@@ -677,7 +712,9 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 					break;
 				cnt = j; /* the run as far as the iovecs go */
 			}
-			mzc = s->zc && !s->nozc_once && bytes >= s->o.copybreak;
+			/* a frame in more pieces than a zero-copy send may have goes by copy */
+			mzc = s->zc && !s->nozc_once && bytes >= s->o.copybreak &&
+			      (cnt > 1 || pieces <= UDP_ZC_PIECES);
 			if (k && mzc != zc)
 				break; /* one MSG_ZEROCOPY flag per sendmmsg */
 			if (mzc && !zc_room(s, (unsigned int)k + 1, planned + bytes)) {

@@ -321,8 +321,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
 		uint64_t w = uskb_mono_ns();
 
-		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 && !stopping(d))
+		/* a zero-copy device lets go when the kernel says so: flushing takes that word */
+		while (atomic_load_explicit(&d->skb->users, memory_order_acquire) != 1 && !stopping(d)) {
+			dev_flush(d);
 			sched_yield();
+		}
 		uskb_count_add(&d->idle_acc, uskb_mono_ns() - w);
 		dev_stop(d);
 	}

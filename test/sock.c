@@ -1,0 +1,868 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The socket devices (udp:, tcp:, unix:) on loopback: specs and their
+ * errors; frames of 60 B to 64 KiB, linear, paged and with a frag_list,
+ * arrive byte for byte in every mode (copy, zc, uring, gso); stream framing
+ * survives split reads and refuses a bad length prefix by dropping the
+ * connection; a listening device takes a new peer after the last went; a
+ * client whose peer goes away goes down; a slow reader makes the sender
+ * busy, never loses or tears a frame. Zero copy to a receiver on this host
+ * completes as copied and falls back to copy mode, each user buffer
+ * completing exactly once.
+ * As root, in a network namespace of its own: a veth whose egress drops
+ * everything (bpf/tc_drop.o, a sink that takes no copy): zc and uring sends
+ * complete not-copied, in ranges; a 64 KiB GSO send of zero-page frags;
+ * ENOBUFS from a small optmem_max loses nothing; close waits for every send.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "t.h"
+
+#define dev_stat(d, f) ({ struct uskb_dev_stats _s; uskb_dev_get_stats((d), -1, &_s); _s.f; })
+
+static int port_base;
+static char sockdir[64];
+
+/* ---- frames ---- */
+
+enum geo { LINEAR, PAGED, FRAGLIST };
+
+/*
+ * A frame of @len bytes (pattern from @seed; its first 4 bytes are @seed so
+ * the receiver can tell frames apart) as @g says.
+ */
+static struct uskb *frame(unsigned int len, unsigned int seed, enum geo g, unsigned char *want)
+{
+	struct uskb *skb;
+	unsigned int head = len, off;
+	int f = 0;
+
+	t_fill(want, len, seed);
+	memcpy(want, &seed, len >= 4 ? 4 : len);
+	if (g != LINEAR && len > 64)
+		head = 64;
+	skb = uskb_alloc(head);
+	uskb_put_data(skb, want, head);
+	off = head;
+	/* frags, then (FRAGLIST) the last half of what is left in a frag_list skb */
+	while (off < len - (g == FRAGLIST ? (len - off) / 2 : 0)) {
+		unsigned int end = len - (g == FRAGLIST ? (len - head) / 2 : 0);
+		unsigned int n = end - off < 4096 ? end - off : 4096;
+		struct uskb_page *pg = uskb_page_alloc(0);
+
+		memcpy(uskb_page_address(pg), want + off, n);
+		uskb_add_rx_frag(skb, f++, pg, 0, (int)n, 4096);
+		off += n;
+		if (off == end)
+			break;
+	}
+	if (off < len) {
+		struct uskb *c = uskb_alloc(len - off);
+
+		uskb_put_data(c, want + off, len - off);
+		uskb_append_frag_list(skb, c); /* accounts len and data_len */
+	}
+	return skb;
+}
+
+/* send @skb until the device takes it (a busy device is flushed and asked again) */
+static int send_one(struct uskb_dev *d, struct uskb *skb)
+{
+	for (int tries = 0; tries < 20000; tries++) {
+		int res;
+
+		uskb_dev_xmit(d, 0, &skb, 1, &res);
+		if (res != USKB_XMIT_BUSY)
+			return res;
+		uskb_dev_flush(d, 0);
+	}
+	uskb_free(skb);
+	return -1;
+}
+
+/* receive one frame within @ms */
+static struct uskb *recv_one(struct uskb_dev *d, int ms)
+{
+	struct uskb *skb = NULL;
+
+	for (int waited = 0; waited < ms; waited += 50) {
+		int n = uskb_dev_rx(d, 0, &skb, 1, 50);
+
+		if (n == 1)
+			return skb;
+		if (n < 0 && n != -EINTR)
+			return NULL;
+	}
+	return NULL;
+}
+
+static const unsigned int sizes[] = { 60, 61, 1514, 4096, 9000, 65000, 65536, 65550 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* every size in every geometry from @tx to @rx, byte for byte, in order */
+static void roundtrip(struct uskb_dev *tx, struct uskb_dev *rx, unsigned int max_len, const char *what)
+{
+	static unsigned char want[70000];
+	unsigned int seed = 1;
+
+	for (unsigned int s = 0; s < NSIZES; s++) {
+		if (sizes[s] > max_len)
+			continue;
+		for (int g = LINEAR; g <= FRAGLIST; g++, seed++) {
+			struct uskb *skb = frame(sizes[s], seed, (enum geo)g, want), *got;
+
+			if (send_one(tx, skb) != USKB_XMIT_OK) {
+				fprintf(stderr, "%s: size %u geo %d not sent\n", what, sizes[s], g);
+				t_failures++;
+				continue;
+			}
+			uskb_dev_flush(tx, 0);
+			got = recv_one(rx, 3000);
+			if (!got || !t_skb_equals(got, want, sizes[s])) {
+				fprintf(stderr, "%s: size %u geo %d: %s\n", what, sizes[s], g,
+					got ? "bytes differ" : "not received");
+				t_failures++;
+			}
+			if (got)
+				uskb_free(got);
+		}
+	}
+}
+
+/* ---- specs ---- */
+
+static void bad_spec(const char *spec, int err, const char *text)
+{
+	struct uskb_dev *d = uskb_dev_open(spec);
+
+	if (d) {
+		fprintf(stderr, "%s: opened\n", spec);
+		t_failures++;
+		uskb_dev_close(d);
+		return;
+	}
+	if (errno != err || !strstr(uskb_dev_strerror(), text)) {
+		fprintf(stderr, "%s: errno %d (want %d), \"%s\" (want \"%s\")\n", spec, errno, err,
+			uskb_dev_strerror(), text);
+		t_failures++;
+	}
+}
+
+static void test_specs(void)
+{
+	char spec[128];
+
+	bad_spec("udp:", EINVAL, "give an address");
+	bad_spec("udp:127.0.0.1", EINVAL, "has no port");
+	bad_spec("udp:fd00::2:9000", EINVAL, "brackets");
+	bad_spec("udp:127.0.0.1:70000", EINVAL, "a host and a port");
+	bad_spec("udp:127.0.0.1:9000,bogus", EINVAL, "unknown option \"bogus\"");
+	bad_spec("udp:127.0.0.1:9000,copybreak=x", EINVAL, "copybreak=x");
+	bad_spec("udp:127.0.0.1:9000,inflight=1", EINVAL, "inflight=1");
+	bad_spec("tcp:127.0.0.1:9000,gso", EINVAL, "gso is for udp");
+	bad_spec("tcp:127.0.0.1:9000,local=127.0.0.1:1", EINVAL, "local= is for udp");
+	bad_spec("udp:127.0.0.1:9000,listen,local=127.0.0.1:1", EINVAL, "drop local=");
+	bad_spec("unix:/tmp/x.sock,zc", EOPNOTSUPP, "unix socket cannot send without copying");
+	bad_spec("unix:/tmp/x.sock,uring", EOPNOTSUPP, "unix socket cannot send without copying");
+	bad_spec("unix:", EINVAL, "give an address");
+	snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%d", port_base + 99); /* nobody listens */
+	bad_spec(spec, ECONNREFUSED, "connect");
+	snprintf(spec, sizeof(spec), "unix:%s/nobody.sock", sockdir);
+	bad_spec(spec, ENOENT, "connect");
+	CHECK(uskb_dev_spec_receives("udp:127.0.0.1:9"));
+	CHECK(uskb_dev_spec_receives("tcp:127.0.0.1:9,listen"));
+	CHECK(uskb_dev_spec_receives("unix:/x"));
+}
+
+/* ---- user buffers: each completes exactly once ---- */
+
+static atomic_int ub_done, ub_ok, ub_twice;
+
+struct ub {
+	struct uskb_ubuf u;
+	atomic_int calls;
+	unsigned char mem[16384];
+};
+
+static void ub_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct ub *b = (struct ub *)uarg;
+
+	(void)skb;
+	if (atomic_fetch_add(&b->calls, 1))
+		atomic_fetch_add(&ub_twice, 1);
+	atomic_fetch_add(&ub_done, 1);
+	if (success)
+		atomic_fetch_add(&ub_ok, 1);
+}
+
+static const struct uskb_ubuf_ops ub_ops = { .complete = ub_complete };
+
+/* an skb whose @len bytes (after a 64-byte head) are the user memory of @b */
+static struct uskb *user_frame(struct ub *b, unsigned int len)
+{
+	struct iovec iov = { b->mem, len };
+	struct uskb *skb = uskb_alloc(256);
+
+	atomic_init(&b->calls, 0);
+	t_fill(b->mem, len, len);
+	uskb_ubuf_init(&b->u, &ub_ops, USKB_SKBFL_ZEROCOPY_FRAG);
+	if (uskb_zerocopy_attach(skb, &iov, 1, &b->u, 64))
+		abort();
+	uskb_zcopy_put(&b->u); /* the skb holds the buffer now */
+	return skb;
+}
+
+/* ---- udp ---- */
+
+static void test_udp(const char *opts)
+{
+	char rs[128], ts[128];
+	struct uskb_dev *rx, *tx;
+
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen", port_base);
+	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d%s", port_base, opts);
+	rx = uskb_dev_open(rs);
+	tx = uskb_dev_open(ts);
+	CHECK(rx && tx);
+	if (!rx || !tx) {
+		fprintf(stderr, "%s / %s: %s\n", rs, ts, uskb_dev_strerror());
+		uskb_dev_close(tx);
+		uskb_dev_close(rx);
+		return;
+	}
+	roundtrip(tx, rx, 65000, ts);
+	/* replies: a listening udp device sends to the last sender */
+	{
+		unsigned char want[100];
+		struct uskb *got;
+
+		CHECK_EQ(send_one(rx, frame(100, 77, LINEAR, want)), USKB_XMIT_OK);
+		got = recv_one(tx, 2000);
+		CHECK(got && t_skb_equals(got, want, 100));
+		if (got)
+			uskb_free(got);
+	}
+	uskb_dev_close(tx);
+	uskb_dev_close(rx);
+}
+
+/* gso: a burst of equal frames goes as one send and arrives as as many datagrams */
+static void test_udp_gso(void)
+{
+	static unsigned char want[11][1000];
+	struct uskb *v[11], *got;
+	char rs[64], ts[64];
+	struct uskb_dev *rx, *tx;
+	int res[11], i;
+
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen", port_base + 1);
+	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d,gso", port_base + 1);
+	rx = uskb_dev_open(rs);
+	tx = uskb_dev_open(ts);
+	CHECK(rx && tx);
+	if (!rx || !tx)
+		goto out;
+	for (i = 0; i < 11; i++)
+		v[i] = frame(i < 10 ? 1000 : 500, 100 + (unsigned int)i, PAGED, want[i]);
+	CHECK_EQ(uskb_dev_xmit(tx, 0, v, 11, res), 11);
+	for (i = 0; i < 11; i++) {
+		got = recv_one(rx, 2000);
+		CHECK(got && t_skb_equals(got, want[i], i < 10 ? 1000 : 500));
+		if (got)
+			uskb_free(got);
+	}
+out:
+	uskb_dev_close(tx);
+	uskb_dev_close(rx);
+}
+
+/*
+ * Zero copy to a receiver on this host: the kernel copies; every user buffer
+ * completes exactly once with success = false, and the device gives up zero
+ * copy (once) after a run of copied sends.
+ */
+static void test_udp_local_copied(const char *mode)
+{
+	enum { N = 64 };
+	static struct ub b[N];
+	char rs[64], ts[96];
+	struct uskb_dev *rx, *tx;
+	int i, got = 0;
+
+	atomic_store(&ub_done, 0);
+	atomic_store(&ub_ok, 0);
+	atomic_store(&ub_twice, 0);
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen", port_base + 2);
+	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d,%s,copybreak=0", port_base + 2, mode);
+	rx = uskb_dev_open(rs);
+	tx = uskb_dev_open(ts);
+	CHECK(rx && tx);
+	if (!rx || !tx)
+		goto out;
+	CHECK(tx->features & USKB_DEV_F_ZEROCOPY);
+	for (i = 0; i < N; i++) {
+		CHECK_EQ(send_one(tx, user_frame(&b[i], 4000)), USKB_XMIT_OK);
+		uskb_dev_flush(tx, 0);
+	}
+	for (i = 0; i < N; i++) {
+		struct uskb *skb = recv_one(rx, 2000);
+
+		if (skb) {
+			got++;
+			uskb_free(skb);
+		}
+	}
+	CHECK_EQ(got, N);
+	uskb_dev_close(tx); /* waits for what the kernel still holds */
+	tx = NULL;
+	CHECK_EQ(atomic_load(&ub_done), N);
+	CHECK_EQ(atomic_load(&ub_twice), 0);
+	/* the first sends were zero-copy attempts the kernel copied: those say so */
+	CHECK(atomic_load(&ub_ok) < N);
+out:
+	if (tx) {
+		CHECK_EQ(dev_stat(tx, tx_zc_fallback), 1);
+		uskb_dev_close(tx);
+	}
+	uskb_dev_close(rx);
+}
+
+static void test_fallback_counted(const char *mode)
+{
+	char rs[64], ts[96];
+	struct uskb_dev *rx, *tx;
+	unsigned char want[2000];
+	int i;
+
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen", port_base + 3);
+	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d,%s,copybreak=0", port_base + 3, mode);
+	rx = uskb_dev_open(rs);
+	tx = uskb_dev_open(ts);
+	CHECK(rx && tx);
+	if (!rx || !tx)
+		goto out;
+	for (i = 0; i < 200; i++) {
+		CHECK_EQ(send_one(tx, frame(2000, (unsigned int)i, PAGED, want)), USKB_XMIT_OK);
+		uskb_dev_flush(tx, 0);
+		if (i % 16 == 15) { /* keep the receiver's buffer from filling */
+			struct uskb *v[64];
+			int n;
+
+			while ((n = uskb_dev_rx(rx, 0, v, 64, 0)) > 0)
+				uskb_free_bulk(v, (unsigned int)n);
+		}
+	}
+	for (i = 0; i < 100 && dev_stat(tx, tx_zc_fallback) == 0; i++) {
+		uskb_dev_flush(tx, 0);
+		usleep(1000);
+	}
+	CHECK_EQ(dev_stat(tx, tx_zc_fallback), 1);
+	CHECK(dev_stat(tx, tx_zc_copied) >= 32);
+	CHECK_EQ(dev_stat(tx, tx_packets), 200);
+	{
+		char e[192];
+
+		uskb_dev_last_error(tx, e, sizeof(e));
+		CHECK(strstr(e, "sending by copy now"));
+	}
+out:
+	uskb_dev_close(tx);
+	uskb_dev_close(rx);
+}
+
+/* ---- streams ---- */
+
+static void stream_spec(char *buf, size_t n, const char *kind, int port_off, const char *opts)
+{
+	if (!strcmp(kind, "unix"))
+		snprintf(buf, n, "unix:%s/s%d.sock%s", sockdir, port_off, opts);
+	else
+		snprintf(buf, n, "tcp:127.0.0.1:%d%s", port_base + port_off, opts);
+}
+
+static int raw_connect(const char *kind, int port_off)
+{
+	int fd;
+
+	if (!strcmp(kind, "unix")) {
+		struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+		snprintf(un.sun_path, sizeof(un.sun_path), "%s/s%d.sock", sockdir, port_off);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&un, sizeof(un)))
+			return -1;
+	} else {
+		struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(port_base + port_off)) };
+
+		in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&in, sizeof(in)))
+			return -1;
+	}
+	return fd;
+}
+
+static void test_stream(const char *kind, const char *opts)
+{
+	char rs[128], ts[128], what[300];
+	struct uskb_dev *rx, *tx;
+
+	stream_spec(rs, sizeof(rs), kind, 10, ",listen");
+	stream_spec(ts, sizeof(ts), kind, 10, opts);
+	rx = uskb_dev_open(rs);
+	tx = rx ? uskb_dev_open(ts) : NULL;
+	CHECK(rx && tx);
+	if (!rx || !tx) {
+		fprintf(stderr, "%s / %s: %s\n", rs, ts, uskb_dev_strerror());
+		goto out;
+	}
+	snprintf(what, sizeof(what), "%s -> %s", ts, rs);
+	roundtrip(tx, rx, 65550, what);
+	/* the other way: the listening side sends to its peer */
+	roundtrip(rx, tx, 9000, what);
+out:
+	uskb_dev_close(tx);
+	uskb_dev_close(rx);
+}
+
+/* a frame written in pieces: the header split, then the payload in two */
+static void test_split_reads(const char *kind)
+{
+	unsigned char frame_bytes[4 + 1000], want[1000];
+	uint32_t be = htonl(1000);
+	struct uskb_dev *rx;
+	struct uskb *got;
+	char rs[128], e[192];
+	int fd;
+
+	stream_spec(rs, sizeof(rs), kind, 11, ",listen");
+	rx = uskb_dev_open(rs);
+	CHECK(rx);
+	if (!rx)
+		return;
+	t_fill(want, sizeof(want), 5);
+	memcpy(frame_bytes, &be, 4);
+	memcpy(frame_bytes + 4, want, sizeof(want));
+	fd = raw_connect(kind, 11);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, frame_bytes, 2), 2);
+	CHECK(!recv_one(rx, 100));
+	CHECK_EQ(write(fd, frame_bytes + 2, 300), 300);
+	CHECK(!recv_one(rx, 100));
+	CHECK_EQ(write(fd, frame_bytes + 302, sizeof(frame_bytes) - 302), (long)sizeof(frame_bytes) - 302);
+	got = recv_one(rx, 2000);
+	CHECK(got && t_skb_equals(got, want, sizeof(want)));
+	if (got)
+		uskb_free(got);
+	/* a bad length (0, then past the limit) drops the connection; the next peer is heard */
+	for (int k = 0; k < 2; k++) {
+		uint32_t bad = htonl(k ? 70000 : 0);
+
+		CHECK_EQ(write(fd, &bad, 4), 4);
+		CHECK(!recv_one(rx, 300));
+		uskb_dev_last_error(rx, e, sizeof(e));
+		CHECK(strstr(e, k ? "bad frame length 70000" : "bad frame length 0"));
+		CHECK(uskb_dev_running(rx));
+		close(fd);
+		fd = raw_connect(kind, 11);
+		CHECK(fd >= 0);
+		CHECK_EQ(write(fd, frame_bytes, sizeof(frame_bytes)), (long)sizeof(frame_bytes));
+		got = recv_one(rx, 2000);
+		CHECK(got && t_skb_equals(got, want, sizeof(want)));
+		if (got)
+			uskb_free(got);
+	}
+	close(fd);
+	uskb_dev_close(rx);
+}
+
+/* a client whose peer goes away (or breaks the framing) goes down and says why */
+static void test_client_down(const char *kind)
+{
+	char ls[128], ts[160], e[192];
+	struct uskb_dev *tx;
+	unsigned char want[1000];
+	int lfd, cfd, i, res = USKB_XMIT_OK;
+
+	for (int bad = 0; bad < 2; bad++) {
+		struct uskb *skb;
+
+		stream_spec(ls, sizeof(ls), kind, 12 + bad, "");
+		/* the listener is a plain socket */
+		if (!strcmp(kind, "unix")) {
+			struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+			snprintf(un.sun_path, sizeof(un.sun_path), "%s/s%d.sock", sockdir, 12 + bad);
+			unlink(un.sun_path);
+			lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+			CHECK(!bind(lfd, (struct sockaddr *)&un, sizeof(un)));
+		} else {
+			struct sockaddr_in in = { .sin_family = AF_INET,
+						  .sin_port = htons((uint16_t)(port_base + 12 + bad)) };
+			int one = 1;
+
+			in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			lfd = socket(AF_INET, SOCK_STREAM, 0);
+			setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			CHECK(!bind(lfd, (struct sockaddr *)&in, sizeof(in)));
+		}
+		listen(lfd, 1);
+		snprintf(ts, sizeof(ts), "%s", ls);
+		tx = uskb_dev_open(ts);
+		CHECK(tx);
+		if (!tx) {
+			close(lfd);
+			continue;
+		}
+		cfd = accept(lfd, NULL, NULL);
+		if (bad) { /* a zero-length prefix towards the device */
+			uint32_t zero = 0;
+
+			CHECK_EQ(write(cfd, &zero, 4), 4);
+			CHECK(!recv_one(tx, 300));
+			CHECK(!uskb_dev_running(tx));
+			uskb_dev_last_error(tx, e, sizeof(e));
+			CHECK(strstr(e, "bad frame length 0"));
+		} else {
+			close(cfd);
+			cfd = -1;
+			for (i = 0; i < 1000 && uskb_dev_running(tx); i++) {
+				skb = frame(1000, (unsigned int)i, LINEAR, want);
+				uskb_dev_xmit(tx, 0, &skb, 1, &res);
+				if (res == USKB_XMIT_BUSY)
+					uskb_free(skb);
+				usleep(1000);
+			}
+			CHECK(!uskb_dev_running(tx));
+			CHECK_EQ(res, USKB_XMIT_DROP);
+			uskb_dev_last_error(tx, e, sizeof(e));
+			CHECK(strstr(e, "the peer went away"));
+			CHECK_EQ(uskb_dev_rx(tx, 0, &skb, 1, 0), -ENETDOWN);
+		}
+		if (cfd >= 0)
+			close(cfd);
+		close(lfd);
+		uskb_dev_close(tx);
+	}
+}
+
+/* a listening device takes the next peer after one went away */
+static void test_reconnect(const char *kind)
+{
+	char rs[128], ts[128];
+	struct uskb_dev *rx, *tx;
+	unsigned char want[500];
+	int got = 0;
+
+	stream_spec(rs, sizeof(rs), kind, 14, ",listen");
+	stream_spec(ts, sizeof(ts), kind, 14, "");
+	rx = uskb_dev_open(rs);
+	CHECK(rx);
+	if (!rx)
+		return;
+	for (int peer = 0; peer < 3; peer++) {
+		tx = uskb_dev_open(ts);
+		CHECK(tx);
+		if (!tx)
+			break;
+		for (int i = 0; i < 10; i++)
+			CHECK_EQ(send_one(tx, frame(500, (unsigned int)(peer * 10 + i), PAGED, want)),
+				 USKB_XMIT_OK);
+		uskb_dev_close(tx);
+		for (int i = 0; i < 10; i++) {
+			struct uskb *skb = recv_one(rx, 2000);
+
+			if (skb) {
+				uint32_t seed;
+
+				uskb_copy_bits(skb, 0, &seed, 4);
+				got += seed == (uint32_t)(peer * 10 + i);
+				uskb_free(skb);
+			}
+		}
+	}
+	CHECK_EQ(got, 30);
+	CHECK(uskb_dev_running(rx));
+	uskb_dev_close(rx);
+}
+
+/* a reader slower than the sender: busy results, partial sends, and no frame torn or lost */
+struct reader {
+	struct uskb_dev *rx;
+	int n, ok;
+};
+
+static void *slow_reader(void *arg)
+{
+	struct reader *r = arg;
+	static unsigned char want[65536];
+	int seen = 0;
+
+	usleep(200000); /* the sender fills the socket first */
+	while (seen < r->n) {
+		struct uskb *skb = recv_one(r->rx, 5000);
+		uint32_t seed;
+
+		if (!skb)
+			break;
+		uskb_copy_bits(skb, 0, &seed, 4);
+		t_fill(want, 65536, seed);
+		memcpy(want, &seed, 4);
+		r->ok += seed == (uint32_t)seen && t_skb_equals(skb, want, 65536);
+		seen++;
+		uskb_free(skb);
+	}
+	return NULL;
+}
+
+static void test_backpressure(const char *kind, const char *opts)
+{
+	char rs[128], ts[128];
+	static unsigned char want[65536];
+	struct reader r = { .n = 200 };
+	struct uskb_dev *tx;
+	pthread_t th;
+	long busy = 0;
+
+	stream_spec(rs, sizeof(rs), kind, 15, ",listen");
+	stream_spec(ts, sizeof(ts), kind, 15, opts);
+	r.rx = uskb_dev_open(rs);
+	tx = r.rx ? uskb_dev_open(ts) : NULL;
+	CHECK(r.rx && tx);
+	if (!tx) {
+		uskb_dev_close(r.rx);
+		return;
+	}
+	pthread_create(&th, NULL, slow_reader, &r);
+	for (int i = 0; i < r.n; i++) {
+		struct uskb *skb = frame(65536, (unsigned int)i, PAGED, want);
+		int res;
+
+		for (;;) {
+			uskb_dev_xmit(tx, 0, &skb, 1, &res);
+			if (res != USKB_XMIT_BUSY)
+				break;
+			busy++;
+			uskb_dev_flush(tx, 0);
+		}
+		CHECK_EQ(res, USKB_XMIT_OK);
+	}
+	uskb_dev_close(tx);
+	pthread_join(th, NULL);
+	CHECK_EQ(r.ok, r.n);
+	CHECK(busy > 0); /* the reader did make the sender wait */
+	uskb_dev_close(r.rx);
+}
+
+/* ---- as root: a sink that takes no copy ---- */
+
+static int sh(const char *cmd)
+{
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static char tc_obj[512];
+
+static int sink_setup(void)
+{
+	char cmd[1024];
+
+	if (unshare(CLONE_NEWNET))
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "ip link add ua type veth peer name ub && ip link set lo up && ip link set ua up && "
+		 "ip link set ub up && ip addr add 198.18.0.1/24 dev ua && "
+		 "ip neigh replace 198.18.0.2 lladdr 02:00:00:00:00:02 dev ua nud permanent && "
+		 "tc qdisc add dev ua clsact && "
+		 "tc filter add dev ua egress bpf direct-action obj %s sec tc", tc_obj);
+	return sh(cmd);
+}
+
+static void test_sink(const char *mode)
+{
+	enum { N = 1000 };
+	static struct ub b[N];
+	char ts[96];
+	struct uskb_dev *tx;
+	int i, ranges = 0;
+
+	atomic_store(&ub_done, 0);
+	atomic_store(&ub_ok, 0);
+	atomic_store(&ub_twice, 0);
+	snprintf(ts, sizeof(ts), "udp:198.18.0.2:9,%s,copybreak=0", mode);
+	tx = uskb_dev_open(ts);
+	CHECK(tx);
+	if (!tx) {
+		fprintf(stderr, "%s: %s\n", ts, uskb_dev_strerror());
+		return;
+	}
+	for (i = 0; i < N; i++) {
+		struct uskb *skb = user_frame(&b[i], 1000);
+		int before = atomic_load(&ub_done), res;
+
+		do { /* the bound on bytes in flight may make it wait */
+			uskb_dev_xmit(tx, 0, &skb, 1, &res);
+			if (res == USKB_XMIT_BUSY)
+				uskb_dev_flush(tx, 0);
+		} while (res == USKB_XMIT_BUSY);
+		CHECK_EQ(res, USKB_XMIT_OK);
+		/* completions come several at once: one notification covers a range */
+		ranges += atomic_load(&ub_done) - before > 1;
+	}
+	for (i = 0; i < 1000 && atomic_load(&ub_done) < N; i++) {
+		uskb_dev_flush(tx, 0);
+		usleep(1000);
+	}
+	CHECK_EQ(atomic_load(&ub_done), N);
+	CHECK_EQ(atomic_load(&ub_ok), N);
+	CHECK_EQ(atomic_load(&ub_twice), 0);
+	CHECK_EQ(dev_stat(tx, tx_zc), N);
+	CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
+	CHECK_EQ(dev_stat(tx, tx_zc_fallback), 0);
+	CHECK_EQ(dev_stat(tx, tx_dropped), 0);
+	if (!strcmp(mode, "zc"))
+		CHECK(ranges > 0);
+	uskb_dev_close(tx);
+
+	/*
+	 * GSO with zero copy. 44 frames of 1472 bytes from one contiguous 64 KiB
+	 * area are one send of 16 pieces: not copied. Frames of a head and a
+	 * zero-page frag are two pieces each, and a UDP send holds at most 17
+	 * (MAX_SKB_FRAGS): 8 go per send, still without a copy.
+	 */
+	snprintf(ts, sizeof(ts), "udp:198.18.0.2:9,%s,gso", mode);
+	tx = uskb_dev_open(ts);
+	CHECK(tx);
+	if (tx) {
+		struct uskb_page *area = uskb_page_alloc(4);
+		struct uskb *v[44];
+		int res[44];
+
+		for (i = 0; i < 44; i++) {
+			v[i] = uskb_alloc(0);
+			uskb_page_get(area);
+			uskb_add_rx_frag(v[i], 0, area, i * 1472, 1472, 1472);
+		}
+		uskb_page_put(area);
+		CHECK_EQ(uskb_dev_xmit(tx, 0, v, 44, res), 44);
+		for (i = 0; i < 1000 && dev_stat(tx, tx_zc) == 0; i++) {
+			uskb_dev_flush(tx, 0);
+			usleep(1000);
+		}
+		CHECK_EQ(dev_stat(tx, tx_zc), 1); /* one send carried all 44 */
+		CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
+		for (i = 0; i < 44; i++) {
+			v[i] = uskb_alloc(64);
+			uskb_put_zero(v[i], 42);
+			uskb_page_get(uskb_zero_page());
+			uskb_add_rx_frag(v[i], 0, uskb_zero_page(), 0, 1472 - 42, 4096);
+		}
+		CHECK_EQ(uskb_dev_xmit(tx, 0, v, 44, res), 44);
+		for (i = 0; i < 100; i++) {
+			uskb_dev_flush(tx, 0);
+			usleep(1000);
+		}
+		/* the 44 zero-page pieces alone (none joins another) need 3 sends */
+		CHECK(dev_stat(tx, tx_zc) >= 1 + 3 && dev_stat(tx, tx_zc) < 1 + 44);
+		CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
+		CHECK_EQ(dev_stat(tx, tx_dropped), 0);
+		uskb_dev_close(tx);
+	}
+
+	/* close with sends in flight: each buffer completes before close returns */
+	atomic_store(&ub_done, 0);
+	snprintf(ts, sizeof(ts), "udp:198.18.0.2:9,%s,copybreak=0", mode);
+	tx = uskb_dev_open(ts);
+	CHECK(tx);
+	if (tx) {
+		for (i = 0; i < 100; i++)
+			CHECK_EQ(send_one(tx, user_frame(&b[i], 1000)), USKB_XMIT_OK);
+		uskb_dev_close(tx);
+		CHECK_EQ(atomic_load(&ub_done), 100);
+		CHECK_EQ(atomic_load(&ub_twice), 0);
+	}
+}
+
+/* ENOBUFS: a small optmem_max caps the notifications the kernel keeps; nothing is lost */
+static void test_enobufs(void)
+{
+	enum { N = 3000 };
+	struct uskb_dev *tx;
+	unsigned char want[1000];
+	int i;
+
+	if (sh("sysctl -qw net.core.optmem_max=4096"))
+		return;
+	tx = uskb_dev_open("udp:198.18.0.2:9,zc,copybreak=0,inflight=64m");
+	CHECK(tx);
+	if (!tx)
+		return;
+	for (i = 0; i < N; i++)
+		CHECK_EQ(send_one(tx, frame(1000, (unsigned int)i, PAGED, want)), USKB_XMIT_OK);
+	uskb_dev_close(tx);
+	sh("sysctl -qw net.core.optmem_max=131072");
+}
+
+int main(int argc, char **argv)
+{
+	char *slash;
+
+	port_base = 20000 + (int)(getpid() % 20000);
+	snprintf(sockdir, sizeof(sockdir), "/tmp/uskb-sock.%d", (int)getpid());
+	mkdir(sockdir, 0700);
+
+	test_specs();
+	test_udp("");
+	test_udp(",zc");
+	test_udp(",zc,copybreak=0");
+	test_udp(",uring,copybreak=0");
+	test_udp_gso();
+	test_udp_local_copied("zc");
+	test_udp_local_copied("uring");
+	test_fallback_counted("zc");
+	test_fallback_counted("uring");
+	for (int k = 0; k < 2; k++) {
+		const char *kind = k ? "unix" : "tcp";
+
+		test_stream(kind, "");
+		test_split_reads(kind);
+		test_client_down(kind);
+		test_reconnect(kind);
+		test_backpressure(kind, "");
+	}
+	test_stream("tcp", ",zc,copybreak=0");
+	test_stream("tcp", ",uring,copybreak=0");
+	test_backpressure("tcp", ",zc,copybreak=0");
+	test_backpressure("tcp", ",uring,copybreak=0");
+
+	/* the sink: root, a network namespace of our own, bpf/tc_drop.o */
+	snprintf(tc_obj, sizeof(tc_obj), "%s", argv[0]);
+	slash = strrchr(tc_obj, '/');
+	snprintf(slash ? slash + 1 : tc_obj, sizeof(tc_obj) - (size_t)(slash ? slash + 1 - tc_obj : 0),
+		 "../bpf/tc_drop.o");
+	(void)argc;
+	if (getuid() != 0 || access(tc_obj, R_OK))
+		printf("sink tests skipped: %s\n", getuid() ? "not root" : "no build/bpf/tc_drop.o (clang)");
+	else if (sink_setup())
+		printf("sink tests skipped: no veth or tc here\n");
+	else {
+		test_sink("zc");
+		test_sink("uring");
+		test_enobufs();
+	}
+	rmdir(sockdir);
+	return t_end("sock");
+}
