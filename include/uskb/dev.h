@@ -14,7 +14,13 @@
  *   "packet:IFNAME[:mmsg]"  a real interface through AF_PACKET (TX ring
  *                 with qdisc bypass, or sendmmsg; a TPACKET_V3 ring to
  *                 receive); a bare interface name means the same
- *                 (docs/devices.md).
+ *                 (docs/devices.md);
+ *   "xdp:IFNAME[:QUEUE][:copy|:zc]"  AF_XDP;
+ *   "udp:HOST:PORT[,OPT...]", "tcp:HOST:PORT[,OPT...]", "unix:PATH[,OPT...]"
+ *                 frames through a kernel socket, framed as QEMU's -netdev
+ *                 dgram and stream; options copy, zc (MSG_ZEROCOPY), uring
+ *                 (io_uring send_zc), gso, listen, local=, copybreak=,
+ *                 inflight= (uskb_dev_open(3)).
  *
  * Receiving (uskb_dev_rx) is zero-copy where it pays: a frame longer than
  * uskb_zerocopy_min_len() becomes an skb whose head holds the first
@@ -36,7 +42,13 @@ enum {
 	USKB_DEV_F_SG = 1 << 0,		 /**< takes paged skbs (NETIF_F_SG) */
 	USKB_DEV_F_IP_CSUM = 1 << 1,	 /**< completes CHECKSUM_PARTIAL for IPv4 */
 	USKB_DEV_F_IPV6_CSUM = 1 << 2,	 /**< ... and for IPv6 */
-	USKB_DEV_F_ZEROCOPY = 1 << 3,	 /**< keeps no reference to user frags past xmit */
+	/**
+	 * Sends user frags without copying them: each skb completes only once
+	 * the device is done with its memory (udp:, tcp: in zc and uring mode,
+	 * after the kernel's notification; null at once). A device without it
+	 * copies the bytes in xmit (packet:, xdp:, pcap:, the sockets' copy mode).
+	 */
+	USKB_DEV_F_ZEROCOPY = 1 << 3,
 	USKB_DEV_F_TX_SKB_SHARING = 1 << 4, /**< an skb may be sent while still shared (IFF_TX_SKB_SHARING) */
 	USKB_DEV_F_MTU = 1 << 5,	 /**< drops frames past mtu + 14 (one VLAN tag: + 4), as a real interface */
 };

@@ -80,7 +80,8 @@ static int pcap_open(struct uskb_dev *dev, const char *arg)
 	snprintf(p->path, sizeof(p->path), "%s", arg);
 	dev->priv = p;
 	/* a capture file takes anything, as the NIC would: SG, no offloads */
-	dev->features = USKB_DEV_F_SG | USKB_DEV_F_ZEROCOPY | USKB_DEV_F_TX_SKB_SHARING;
+	/* it copies every frame into its write buffer: done with user frags at once */
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_TX_SKB_SHARING;
 	return 0;
 }
 
