@@ -121,6 +121,15 @@ struct uskb_pktgen_stats {
 	 * devices share a queue, each counts that queue's losses.
 	 */
 	uint64_t lost;
+	/**
+	 * The device's zero-copy sends (devices with USKB_DEV_F_ZEROCOPY that
+	 * complete when the kernel is done: udp:, tcp: in zc or uring mode):
+	 * completed without a copy, copied by the kernel after all, and the
+	 * times the device gave zero copy up. Of the whole device, whichever
+	 * pktgen devices share it.
+	 */
+	uint64_t zc_sent, zc_copied, zc_fallback;
+	bool zerocopy; /**< the device has USKB_DEV_F_ZEROCOPY */
 };
 /**
  * Figures of the @i-th device (0-based, in thread order); fills @name

@@ -365,6 +365,15 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			st->lost = st->running ? 0 : d->lost;
 			st->tx_bytes = uskb_count_read(&d->tx_bytes);
 			st->idle_ns = uskb_count_read(&d->idle_acc);
+			if (d->nd && d->nd->dev) {
+				struct uskb_dev_stats ds;
+
+				uskb_dev_get_stats(d->nd->dev, -1, &ds);
+				st->zc_sent = ds.tx_zc;
+				st->zc_copied = ds.tx_zc_copied;
+				st->zc_fallback = ds.tx_zc_fallback;
+				st->zerocopy = d->nd->dev->features & USKB_DEV_F_ZEROCOPY;
+			}
 			st->elapsed_ns = started && stop > started ? stop - started : 0;
 			/* the worker owns these while it runs */
 			st->pkt_size = st->running ? 0 : d->p.cur_pkt_size;

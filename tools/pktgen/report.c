@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -161,14 +162,43 @@ void json_str(const char *s)
 	putchar('"');
 }
 
+/* the process's CPU time when the run started */
+static struct rusage ru_start;
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* the CPU the run took: user and system seconds since it started */
+static void run_cpu(double *user, double *sys)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	*user = tv_s(ru.ru_utime) - tv_s(ru_start.ru_utime);
+	*sys = tv_s(ru.ru_stime) - tv_s(ru_start.ru_stime);
+}
+
+/* CPU-seconds per GB of @bytes (0 when nothing was sent) */
+static double per_gb(double cpu, uint64_t bytes)
+{
+	return bytes ? cpu / ((double)bytes / 1e9) : 0;
+}
+
 /* the device files, or with --json one object per device */
 static void report(void)
 {
 	char name[256], *buf = malloc(65536);
 	struct uskb_pktgen_stats st;
+	uint64_t all_bytes = 0;
+	double user, sys;
 
 	if (!buf)
 		return;
+	run_cpu(&user, &sys);
+	for (int i = 0; uskb_pktgen_dev_stats(cli.pg, i, name, sizeof(name), &st) == 0; i++)
+		all_bytes += st.tx_bytes;
 	for (int i = 0; uskb_pktgen_dev_stats(cli.pg, i, name, sizeof(name), &st) == 0; i++) {
 		const char *res = uskb_pktgen_result(cli.pg, name);
 		char err[256];
@@ -198,6 +228,11 @@ static void report(void)
 		if (!cli.json) {
 			uskb_pktgen_read(cli.pg, name, buf, 65536);
 			printf("%s%s", i ? "\n" : "", buf);
+			/* lines of our own after the kernel's */
+			if (st.zerocopy && (st.zc_sent || st.zc_copied))
+				printf("Zero copy: %" PRIu64 " sends completed without a copy, %" PRIu64
+				       " copied by the kernel, %" PRIu64 " fallbacks to copy\n",
+				       st.zc_sent, st.zc_copied, st.zc_fallback);
 			continue;
 		}
 		/* the figures of the result line itself */
@@ -226,8 +261,16 @@ static void report(void)
 		}
 		if (cli.veth)
 			printf(", \"peer_received\": %lld", veth_peer_received());
-		printf("}\n");
+		if (st.zerocopy)
+			printf(", \"zc_sent\": %" PRIu64 ", \"zc_copied\": %" PRIu64
+			       ", \"zc_fallback\": %" PRIu64, st.zc_sent, st.zc_copied, st.zc_fallback);
+		/* the process's, the same in every object */
+		printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, \"cpu_s_per_gb\": %.4f}\n", user,
+		       sys, per_gb(user + sys, all_bytes));
 	}
+	if (!cli.json)
+		printf("CPU: %.2f s user + %.2f s system: %.3f CPU-seconds per GB sent (%.3f GB)\n",
+		       user, sys, per_gb(user + sys, all_bytes), (double)all_bytes / 1e9);
 	fflush(stdout);
 	free(buf);
 }
@@ -243,6 +286,7 @@ void start_run(void)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p.cv, &ca);
 	prog = pthread_create(&p.th, NULL, progress_main, &p) == 0;
+	getrusage(RUSAGE_SELF, &ru_start);
 	proc_cmd("pgctrl", "start");
 	if (prog) {
 		pthread_mutex_lock(&p.mu);
