@@ -5,11 +5,18 @@
 # socket devices' uring mode),
 # when they are missing. Idempotent; needs root (or sudo) only to install.
 #   scripts/deps.sh           build + test dependencies
-#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen)
+#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen; iperf3)
+#   scripts/deps.sh --interop the peers the socket devices are tested against (qemu-system-x86, passt)
 set -eu
 
 pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev liburing-dev man-db"
-[ "${1:-}" = "--bench" ] && pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng"
+for a in "$@"; do
+	case $a in
+	--bench) pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng iperf3" ;;
+	--interop) pkgs="$pkgs qemu-system-x86 passt" ;;
+	*) echo "usage: $0 [--bench] [--interop]" >&2; exit 2 ;;
+	esac
+done
 
 missing=""
 for p in $pkgs; do

@@ -375,8 +375,8 @@ static void test_fallback_counted(const char *mode)
 	{
 		char e[192];
 
-		uskb_dev_last_error(tx, e, sizeof(e));
-		CHECK(strstr(e, "sending by copy now"));
+		/* counted, not an error: every frame went out */
+		CHECK_EQ(uskb_dev_last_error(tx, e, sizeof(e)), 0);
 	}
 out:
 	uskb_dev_close(tx);

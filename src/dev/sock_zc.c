@@ -120,11 +120,13 @@ void __uskb_sk_complete(struct sk_dev *s, uint32_t lo, uint32_t hi, bool copied)
 		s->zc_copied += n;
 		t->copied_run += n;
 		if (s->zc && t->copied_run >= COPIED_RUN_MAX) {
-			/* as msg_zerocopy.rst advises: a peer on this host copies anyway */
+			/*
+			 * As msg_zerocopy.rst advises: a peer on this host copies
+			 * anyway. Counted (tx_zc_fallback), not an error: every
+			 * frame still goes out.
+			 */
 			s->zc = false;
 			s->zc_fallback++;
-			__uskb_dev_error(s->dev, "the kernel copied %u sends in a row (a receiver "
-					 "on this host, loopback or a virtual device): sending by copy now", t->copied_run);
 		}
 	} else {
 		s->zc_done += n;
