@@ -53,12 +53,10 @@
 #define INFLIGHT_DEFAULT (8u << 20)
 /*
  * Default copy break for zc and uring: below it the pinning and the
- * notification cost more than the copy they save (measured: docs/devices.md).
+ * notification cost more than the copy they save: zc and copy tie at 7000
+ * bytes and zc wins by a third at 8000 (bench/sock, docs/benchmarks.md).
  */
-#define COPYBREAK_DEFAULT 8192u
-/* udp receive: datagrams per call, each into a slot of this size */
-#define RX_SLOTS 32
-#define RX_SLOT (64u * 1024)
+#define COPYBREAK_DEFAULT 7168u
 /* udp receive buffer (SO_RCVBUFFORCE as root, else up to rmem_max) */
 #define RX_RCVBUF (8 << 20)
 /* stream receive buffer: room for two of the longest frames and then some */
@@ -580,24 +578,22 @@ static int gso_run(const struct sk_dev *s, struct uskb **skbs, int i, int n)
 }
 
 /*
- * The pieces the kernel makes of @n iovecs when it takes them without a
- * copy: one per page each touches, where the next continues in the same
- * page at the byte after (skb_can_coalesce). A UDP send may hold at most
- * MAX_SKB_FRAGS of them; past that a zero-copy send fails (EMSGSIZE).
+ * The frags the kernel makes of @n iovecs when it takes them without a copy:
+ * one per page each touches. (Pieces of one huge page may merge, but 4 KiB
+ * pages of consecutive iovecs do not, even when the memory is contiguous:
+ * measured on 6.18, 44 iovecs of 1472 contiguous bytes fail with EMSGSIZE
+ * where one iovec of the same 64768 bytes goes.) A UDP send may hold at
+ * most MAX_SKB_FRAGS of them.
  */
-static unsigned int iov_pieces(const struct iovec *iov, int n, uintptr_t *end)
+static unsigned int iov_pieces(const struct iovec *iov, int n)
 {
 	unsigned int pieces = 0;
 
 	for (int i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)iov[i].iov_base, z = a + iov[i].iov_len;
 
-		if (!iov[i].iov_len)
-			continue;
-		pieces += (unsigned int)(((z - 1) >> 12) - (a >> 12) + 1);
-		if (a == *end && (a & 4095)) /* continues the last piece in its page */
-			pieces--;
-		*end = z;
+		if (iov[i].iov_len)
+			pieces += (unsigned int)(((z - 1) >> 12) - (a >> 12) + 1);
 	}
 	return pieces;
 }
@@ -631,6 +627,12 @@ static int udp_error(struct sk_dev *s, int e, int count, bool zc)
 			return GO_BUSY; /* the qdisc is full */
 		/* optmem: the notifications not read yet; read them, and send this one by copy */
 		reap(s, true);
+		s->nozc_once = true;
+		return GO_ON;
+	case EMSGSIZE:
+		if (!zc)
+			return GO_STOP;
+		/* more frags than a zero-copy send may hold: this one goes by copy */
 		s->nozc_once = true;
 		return GO_ON;
 	case EINVAL:
@@ -674,7 +676,6 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 			struct msghdr *mh = &b->msg[k].msg_hdr;
 			const char *why = unsendable(s, skbs[i]);
 			unsigned int pieces, p;
-			uintptr_t end;
 			int cnt, c, used = 0;
 			uint32_t bytes = 0;
 			bool mzc;
@@ -688,13 +689,12 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 			}
 			cnt = gso_run(s, skbs, i, n);
 			pieces = 0;
-			end = 0;
 			for (j = 0; j < cnt; j++) {
 				c = skb_iov(skbs[i + j], 0, b->iov + nv + used, SK_IOV - nv - used);
 				if (c < 0)
 					break;
 				/* zero copy: a GSO run ends where the kernel's frags would run out */
-				p = iov_pieces(b->iov + nv + used, c, &end);
+				p = iov_pieces(b->iov + nv + used, c);
 				if (j && s->zc && pieces + p > UDP_ZC_PIECES)
 					break;
 				pieces += p;
@@ -1077,81 +1077,6 @@ static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len
 	return skb;
 }
 
-static int udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
-{
-	unsigned int want = max < RX_SLOTS ? (unsigned int)max : RX_SLOTS, i;
-	struct sockaddr_storage from[RX_SLOTS];
-	union {
-		char buf[CMSG_SPACE(sizeof(uint32_t))];
-		struct cmsghdr align;
-	} ctl[RX_SLOTS];
-	int got, n = 0, w;
-
-	if (!s->rbuf) {
-		s->rbuf = malloc((size_t)RX_SLOTS * RX_SLOT);
-		s->rmsg = calloc(RX_SLOTS, sizeof(*s->rmsg));
-		s->riov = calloc(RX_SLOTS, sizeof(*s->riov));
-		if (!s->rbuf || !s->rmsg || !s->riov)
-			return -ENOMEM;
-	}
-	for (i = 0; i < want; i++) {
-		s->riov[i].iov_base = s->rbuf + (size_t)i * RX_SLOT;
-		s->riov[i].iov_len = RX_SLOT;
-		memset(&s->rmsg[i], 0, sizeof(s->rmsg[i]));
-		s->rmsg[i].msg_hdr.msg_iov = &s->riov[i];
-		s->rmsg[i].msg_hdr.msg_iovlen = 1;
-		s->rmsg[i].msg_hdr.msg_name = &from[i];
-		s->rmsg[i].msg_hdr.msg_namelen = sizeof(from[i]);
-		s->rmsg[i].msg_hdr.msg_control = ctl[i].buf;
-		s->rmsg[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
-	}
-	got = recvmmsg(s->fd, s->rmsg, want, MSG_DONTWAIT, NULL);
-	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		w = wait_in(s->fd, timeout_ms);
-		if (w <= 0)
-			return w;
-		got = recvmmsg(s->fd, s->rmsg, want, MSG_DONTWAIT, NULL);
-	}
-	if (got < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		/* an ICMP error a send left behind (nobody at the peer's port): not a receive's */
-		if (errno == ECONNREFUSED)
-			return 0;
-		return -errno;
-	}
-	for (i = 0; i < (unsigned int)got; i++) {
-		struct msghdr *mh = &s->rmsg[i].msg_hdr;
-		unsigned int len = s->rmsg[i].msg_len;
-		struct cmsghdr *cm = CMSG_FIRSTHDR(mh);
-
-		/* SO_RXQ_OVFL: datagrams the socket dropped so far (its buffer was full) */
-		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
-			uint32_t drops;
-
-			memcpy(&drops, CMSG_DATA(cm), sizeof(drops));
-			__atomic_store_n(&s->dev->qstats[0].rx_dropped, s->rx_drops_base + drops,
-					 __ATOMIC_RELAXED);
-		}
-
-		if (mh->msg_flags & MSG_TRUNC || !len) { /* cannot happen below 64 KiB; and 0 is no frame */
-			s->rx_drops_base++;
-			continue;
-		}
-		if (s->o.listen) { /* replies go to the last sender */
-			memcpy(&s->peer, &from[i], mh->msg_namelen);
-			s->peer_len = mh->msg_namelen;
-		}
-		skbs[n] = rx_copy(s, s->riov[i].iov_base, len);
-		if (!skbs[n]) {
-			s->rx_drops_base++;
-			continue;
-		}
-		n++;
-	}
-	return n;
-}
-
 /* a peer that breaks the framing: its connection goes, the reason said */
 static void bad_frame(struct sk_dev *s, uint32_t len)
 {
@@ -1270,7 +1195,7 @@ static int sk_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, i
 	(void)queue;
 	if (!uskb_dev_running(dev))
 		return __uskb_dev_rx_down(dev);
-	return s->stream ? stream_rx(s, skbs, max, timeout_ms) : udp_rx(s, skbs, max, timeout_ms);
+	return s->stream ? stream_rx(s, skbs, max, timeout_ms) : __uskb_sk_udp_rx(s, skbs, max, timeout_ms);
 }
 
 /* ---- open and close ---- */
@@ -1279,6 +1204,7 @@ static void sk_free(struct sk_dev *s)
 {
 	const struct sockaddr_un *un = (const struct sockaddr_un *)&s->o.addr;
 
+	__uskb_sk_rx_free(s);
 	if (s->ur)
 		__uskb_sk_uring_fini(s);
 	__uskb_sk_track_abandon(s);
@@ -1293,8 +1219,6 @@ static void sk_free(struct sk_dev *s)
 			unlink(un->sun_path);
 	}
 	free(s->rbuf);
-	free(s->rmsg);
-	free(s->riov);
 	free(s->ub);
 	free(s);
 }

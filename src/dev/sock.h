@@ -66,6 +66,7 @@ struct sk_track {
 };
 
 struct sk_uring;
+struct sk_rx;
 struct udp_batch;
 
 struct sk_dev {
@@ -92,13 +93,10 @@ struct sk_dev {
 	/* counters of the sending thread, published into queue 0's */
 	uint64_t zc_done, zc_copied, zc_fallback;
 	/* receive */
-	unsigned char *rbuf; /* stream: bytes read, not yet framed; udp: datagrams */
+	struct sk_rx *rx;    /* udp: the slots datagrams land in (sock_rx.c) */
+	unsigned char *rbuf; /* stream: bytes read, not yet framed */
 	size_t rlen, rcap;
-	struct mmsghdr *rmsg;
-	struct iovec *riov;
-	unsigned int rslots;
 	bool rx_eof; /* stream: the peer closed while bytes waited */
-	uint64_t rx_drops_base; /* udp: frames dropped here, besides the socket's SO_RXQ_OVFL count */
 	char err[192];
 };
 
@@ -129,6 +127,10 @@ USKB_HIDDEN void __uskb_sk_uring_fini(struct sk_dev *s);
 USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags);
 /* submit what is queued, take the completions there are; @wait_ms > 0: wait that long for one */
 USKB_HIDDEN int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms);
+
+/* sock_rx.c: udp receive into slots that skbs keep */
+USKB_HIDDEN int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms);
+USKB_HIDDEN void __uskb_sk_rx_free(struct sk_dev *s);
 
 /* sock.c */
 USKB_HIDDEN void __uskb_sk_lost(struct sk_dev *s, struct sk_rec *r, int err);
