@@ -256,6 +256,9 @@ fuzz-run: fuzz
 HAVE_DPDK   ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
 BENCH_CORE  := $(patsubst %,$(BUILD)/bench/bench_%,core cache zc)
 BENCH_BINS  := $(BENCH_CORE) $(BUILD)/bench/bench_pktgen
+ifeq ($(HAVE_URING),1)
+BENCH_BINS  += $(BUILD)/bench/bench_sock
+endif
 ifeq ($(HAVE_DPDK),1)
 BENCH_BINS  += $(BUILD)/bench/bench_dpdk
 endif
@@ -273,6 +276,12 @@ $(BUILD)/bench/bench_pktgen: bench/bench_pktgen.c $(BENCH_DEPS) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
+
+# the bare socket loops need liburing too
+$(BUILD)/bench/bench_sock: bench/bench_sock.c $(BENCH_DEPS) $(ALL_A)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(URING_CFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 # DPDK's headers are not clean under our warnings; its own flags, and -Wall
 $(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS)
