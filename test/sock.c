@@ -655,6 +655,45 @@ static void test_reconnect(const char *kind)
 	uskb_dev_close(rx);
 }
 
+/*
+ * A listening zc device whose peer goes and another comes: the new socket
+ * numbers its MSG_ZEROCOPY sends from 0 again, and the device follows.
+ */
+static void test_listen_zc_reconnect(void)
+{
+	char ls[128];
+	unsigned char want[10000];
+	struct uskb_dev *d;
+	struct uskb *skb;
+	uint64_t before;
+	int fd, i;
+
+	stream_spec(ls, sizeof(ls), "tcp", 16, ",listen,zc,copybreak=0");
+	d = uskb_dev_open(ls);
+	CHECK(d);
+	if (!d)
+		return;
+	for (int peer = 0; peer < 2; peer++) {
+		fd = raw_connect("tcp", 16);
+		CHECK(fd >= 0);
+		before = dev_stat(d, tx_zc_copied) + dev_stat(d, tx_zc);
+		for (i = 0; i < 5; i++)
+			CHECK_EQ(send_one(d, frame(10000, (unsigned int)i, PAGED, want)), USKB_XMIT_OK);
+		/* each send completes (copied: the peer is on this host) */
+		for (i = 0; i < 2000 && dev_stat(d, tx_zc_copied) + dev_stat(d, tx_zc) < before + 5; i++) {
+			uskb_dev_flush(d, 0);
+			usleep(1000);
+		}
+		CHECK_EQ(dev_stat(d, tx_zc_copied) + dev_stat(d, tx_zc), before + 5);
+		close(fd);
+		/* the device hears the peer go when it reads */
+		for (i = 0; i < 20 && uskb_dev_rx(d, 0, &skb, 1, 50) == 0; i++)
+			;
+	}
+	CHECK(uskb_dev_running(d));
+	uskb_dev_close(d);
+}
+
 /* a reader slower than the sender: busy results, partial sends, and no frame torn or lost */
 struct reader {
 	struct uskb_dev *rx;
@@ -908,6 +947,7 @@ int main(int argc, char **argv)
 	}
 	test_stream("tcp", ",zc,copybreak=0");
 	test_stream("tcp", ",uring,copybreak=0");
+	test_listen_zc_reconnect();
 	test_backpressure("tcp", ",zc,copybreak=0");
 	test_backpressure("tcp", ",uring,copybreak=0");
 

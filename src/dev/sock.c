@@ -402,8 +402,11 @@ static void conn_lost(struct sk_dev *s, int err, const char *what)
 		__uskb_dev_error(s->dev, "the peer went away (%s: %s); waiting for the next", what,
 				 err ? strerror(err) : "end of stream");
 		drain(s, s->ur ? CLOSE_WAIT_MS : 0);
-		if (!s->ur)
+		if (!s->ur) {
+			/* the next connection's socket numbers its sends from 0 again */
 			__uskb_sk_track_abandon(s);
+			s->t.head = s->t.tail = 0;
+		}
 		close(s->fd);
 		s->fd = -1;
 		s->rlen = 0;
