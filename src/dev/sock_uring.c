@@ -138,7 +138,7 @@ int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms)
 
 int __uskb_sk_uring_init(struct sk_dev *s)
 {
-	return __uskb_dev_fail(EOPNOTSUPP, "%s: uring: this build has no io_uring (install "
+	return __uskb_dev_fail(EOPNOTSUPP, "%s: this build has no io_uring (install "
 			       "liburing-dev and rebuild): use zc or copy", s->o.text);
 }
 
