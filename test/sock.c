@@ -229,12 +229,12 @@ static struct uskb *user_frame(struct ub *b, unsigned int len)
 
 /* ---- udp ---- */
 
-static void test_udp(const char *opts)
+static void test_udp(const char *opts, const char *rx_opts)
 {
 	char rs[128], ts[128];
 	struct uskb_dev *rx, *tx;
 
-	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen", port_base);
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen%s", port_base, rx_opts);
 	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d%s", port_base, opts);
 	rx = uskb_dev_open(rs);
 	tx = uskb_dev_open(ts);
@@ -271,12 +271,14 @@ static void test_udp_rx_zc(const char *rx_opts)
 	enum { N = 60 };
 	static unsigned char want[N][3000];
 	struct uskb *held[N];
-	char rs[96], ts[64];
+	char rs[128], ts[96];
 	struct uskb_dev *rx, *tx;
 	int i, got = 0;
 
-	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,listen%s", port_base + 4, rx_opts);
-	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d", port_base + 4);
+	/* a pair as QEMU's dgram netdev makes: each sends to the other's local address */
+	snprintf(rs, sizeof(rs), "udp:127.0.0.1:%d,local=127.0.0.1:%d%s", port_base + 5, port_base + 4,
+		 rx_opts);
+	snprintf(ts, sizeof(ts), "udp:127.0.0.1:%d,local=127.0.0.1:%d", port_base + 4, port_base + 5);
 	rx = uskb_dev_open(rs);
 	tx = uskb_dev_open(ts);
 	CHECK(rx && tx);
@@ -896,6 +898,29 @@ static void test_sink(const char *mode)
 	}
 }
 
+/* GSO of frames past the MTU: the route refuses it (EMSGSIZE since 6.13); GSO goes off, nothing is lost */
+static void test_gso_refused(const char *opts)
+{
+	unsigned char want[1500];
+	struct uskb *v[10];
+	struct uskb_dev *tx;
+	char ts[96], e[192];
+	int res[10], i;
+
+	snprintf(ts, sizeof(ts), "udp:198.18.0.2:9,gso%s", opts);
+	tx = uskb_dev_open(ts);
+	CHECK(tx);
+	if (!tx)
+		return;
+	for (i = 0; i < 10; i++)
+		v[i] = frame(1500, (unsigned int)i, PAGED, want); /* 1528-byte datagrams, MTU 1500 */
+	CHECK_EQ(uskb_dev_xmit(tx, 0, v, 10, res), 10);
+	CHECK_EQ(dev_stat(tx, tx_dropped), 0);
+	uskb_dev_last_error(tx, e, sizeof(e));
+	CHECK(strstr(e, "UDP_SEGMENT refused"));
+	uskb_dev_close(tx);
+}
+
 /* ENOBUFS: a small optmem_max caps the notifications the kernel keeps; nothing is lost */
 static void test_enobufs(void)
 {
@@ -925,10 +950,10 @@ int main(int argc, char **argv)
 	mkdir(sockdir, 0700);
 
 	test_specs();
-	test_udp("");
-	test_udp(",zc");
-	test_udp(",zc,copybreak=0");
-	test_udp(",uring,copybreak=0");
+	test_udp("", "");
+	test_udp(",zc", "");
+	test_udp(",zc,copybreak=0", "");
+	test_udp(",uring,copybreak=0", ",uring"); /* listen in uring mode still knows whom to reply to */
 	test_udp_gso();
 	test_udp_rx_zc("");
 	test_udp_rx_zc(",uring");
@@ -964,6 +989,8 @@ int main(int argc, char **argv)
 	else {
 		test_sink("zc");
 		test_sink("uring");
+		test_gso_refused("");
+		test_gso_refused(",zc,copybreak=0");
 		test_enobufs();
 	}
 	rmdir(sockdir);

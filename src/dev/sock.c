@@ -271,9 +271,20 @@ static int connect_wait(struct sk_dev *s, int fd)
 	socklen_t len = sizeof(err);
 
 	set_nonblock(fd);
+	if (s->o.kind == SK_UNIX) {
+		/* EAGAIN here is a listener's full backlog, not a connect under way: try again */
+		for (int ms = 0; ms < CONNECT_WAIT_MS; ms += 10) {
+			if (!connect(fd, (struct sockaddr *)&s->o.addr, s->o.alen))
+				return 0;
+			if (errno != EAGAIN)
+				return -errno;
+			poll(NULL, 0, 10);
+		}
+		return -ETIMEDOUT;
+	}
 	if (!connect(fd, (struct sockaddr *)&s->o.addr, s->o.alen))
 		return 0;
-	if (errno != EINPROGRESS && errno != EAGAIN)
+	if (errno != EINPROGRESS)
 		return -errno;
 	if (poll(&pfd, 1, CONNECT_WAIT_MS) <= 0)
 		return -ETIMEDOUT;
@@ -364,6 +375,8 @@ static bool sk_accept(struct sk_dev *s, int wait_ms)
 	s->fd = fd;
 	s->rlen = 0;
 	s->rx_eof = false;
+	s->conn_gen++;
+	s->ur_err = 0;
 	return true;
 }
 
@@ -384,6 +397,24 @@ static void drain(struct sk_dev *s, int ms)
 	}
 }
 
+/*
+ * Close the socket. What the kernel still holds of a stream is thrown away
+ * with it (SO_LINGER 0: the write queue is purged in close), so that no
+ * send reads memory the device is about to complete as copied.
+ */
+static void close_now(struct sk_dev *s)
+{
+	if (s->fd < 0)
+		return;
+	if (s->stream && s->t.live) {
+		struct linger lg = { 1, 0 };
+
+		setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(s->fd);
+	s->fd = -1;
+}
+
 /* the connection is gone (@err from a send or a read) */
 static void conn_lost(struct sk_dev *s, int err, const char *what)
 {
@@ -401,14 +432,13 @@ static void conn_lost(struct sk_dev *s, int err, const char *what)
 		/* listen: a new peer may come */
 		__uskb_dev_error(s->dev, "the peer went away (%s: %s); waiting for the next", what,
 				 err ? strerror(err) : "end of stream");
-		drain(s, s->ur ? CLOSE_WAIT_MS : 0);
+		drain(s, s->ur ? CLOSE_WAIT_MS : 100);
+		close_now(s);
 		if (!s->ur) {
 			/* the next connection's socket numbers its sends from 0 again */
 			__uskb_sk_track_abandon(s);
 			s->t.head = s->t.tail = 0;
 		}
-		close(s->fd);
-		s->fd = -1;
 		s->rlen = 0;
 		return;
 	}
@@ -620,36 +650,59 @@ static void set_segment(struct msghdr *m, void *buf, size_t size, uint16_t seg)
 /* a udp send error for the message starting at skbs[i] (@count frames); how to go on */
 enum { GO_ON, GO_BUSY, GO_STOP };
 
+/* zero copy given up (counted): what is in flight still completes, nothing new is pinned */
+static void zc_off(struct sk_dev *s)
+{
+	if (s->zc) {
+		s->zc = false;
+		s->zc_fallback++;
+	}
+}
+
 static int udp_error(struct sk_dev *s, int e, int count, bool zc)
 {
 	switch (e) {
 	case EAGAIN:
 		return GO_BUSY;
 	case ENOBUFS:
+		/*
+		 * The stack's own ENOBUFS (a full qdisc) reaches us only with
+		 * IP_RECVERR, which the device does not set: this is optmem,
+		 * full of unread notifications, before the send took an id.
+		 * Read them, and send this one by copy.
+		 */
 		if (!zc)
-			return GO_BUSY; /* the qdisc is full */
-		/* optmem: the notifications not read yet; read them, and send this one by copy */
+			return GO_BUSY;
 		reap(s, true);
 		s->nozc_once = true;
 		return GO_ON;
-	case EMSGSIZE:
-		if (!zc)
-			return GO_STOP;
-		/* more frags than a zero-copy send may hold: this one goes by copy */
-		s->nozc_once = true;
-		return GO_ON;
-	case EINVAL:
-	case EIO:
-		if (count > 1) { /* the route cannot take a GSO send of this size */
-			s->gso = false;
-			__uskb_dev_error(s->dev, "UDP_SEGMENT refused (%s): one datagram per "
-					 "send from now on", strerror(e));
-			return GO_ON;
-		}
+	case ECONNREFUSED: /* an ICMP error a send left, or no route: before any id is taken */
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EHOSTDOWN:
+	case EACCES:
+	case EDESTADDRREQ:
 		return GO_STOP;
 	default:
-		return GO_STOP;
+		break;
 	}
+	/*
+	 * Past this point the kernel may have built the datagram, and with it
+	 * used the send's MSG_ZEROCOPY id (udp_send_skb's GSO checks, a
+	 * netfilter drop), or not (ip_append_data): the device can no longer
+	 * tell which id the next send takes, so it stops sending zero-copy.
+	 * The sends in flight keep their ids and complete as they should.
+	 */
+	if (zc)
+		zc_off(s);
+	if (count > 1 && (e == EINVAL || e == EIO || e == EMSGSIZE)) {
+		/* the route cannot take a GSO send this size (EMSGSIZE since 6.13) */
+		s->gso = false;
+		__uskb_dev_error(s->dev, "UDP_SEGMENT refused (%s): one datagram per send from now on",
+				 strerror(e));
+		return GO_ON;
+	}
+	return zc ? GO_ON : GO_STOP; /* zero-copy failures are tried once more by copy */
 }
 
 static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
@@ -749,7 +802,7 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 			break;
 		s->nozc_once = false;
 		if (s->ur && zc) {
-			/* uring: each message a send of its own, linked so they go in order */
+			/* uring: each message a send of its own, linked so that they go in order */
 			for (m = 0; m < k; m++) {
 				struct sk_rec *r = sk_track_next(&s->t);
 				int f = b->first[m], c = b->count[m];
@@ -763,7 +816,7 @@ static void udp_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 				}
 				r->n = 0;
 				r->bytes = b->bytes[m];
-				if (__uskb_sk_uring_send(s, r, 0)) {
+				if (__uskb_sk_uring_send(s, r, 0, m + 1 < k)) {
 					rest(skbs, f, n, res, USKB_XMIT_BUSY);
 					return;
 				}
@@ -935,7 +988,7 @@ static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 			memcpy(r->iov, iov, (size_t)nv * sizeof(*iov));
 			r->msg.msg_iov = r->iov;
 			r->bytes = (uint32_t)total;
-			if (__uskb_sk_uring_send(s, r, MSG_WAITALL)) {
+			if (__uskb_sk_uring_send(s, r, MSG_WAITALL, false)) {
 				rest(skbs, i, n, res, USKB_XMIT_BUSY);
 				return;
 			}
@@ -1056,17 +1109,32 @@ static void sk_flush(struct uskb_dev *dev, unsigned int queue)
 
 /* ---- receive ---- */
 
-static int wait_in(int fd, int timeout_ms)
+int __uskb_sk_wait_in(struct sk_dev *s, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	int r;
+	uint64_t end = uskb_mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
 
 	if (!timeout_ms)
 		return 0;
-	r = poll(&pfd, 1, timeout_ms);
-	if (r < 0)
-		return errno == EINTR ? -EINTR : -errno;
-	return r;
+	for (;;) {
+		struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+		int r, left = timeout_ms;
+
+		if (timeout_ms > 0) {
+			uint64_t now = uskb_mono_ns();
+
+			if (now >= end)
+				return 0;
+			left = (int)((end - now + 999999) / 1000000);
+		}
+		r = poll(&pfd, 1, left);
+		if (r < 0)
+			return errno == EINTR ? -EINTR : -errno;
+		/* POLLERR alone, with sends in flight: notifications to read, not data */
+		if (r > 0 && !(pfd.revents & POLLIN) && (pfd.revents & POLLERR) && s->t.live && !s->ur &&
+		    __uskb_sk_reap_errqueue(s) > 0)
+			continue;
+		return r;
+	}
 }
 
 static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len)
@@ -1091,8 +1159,8 @@ static void bad_frame(struct sk_dev *s, uint32_t len)
 	} else {
 		__uskb_dev_set_down(s->dev, EPROTO, "bad frame length %u from the peer (1 to %u "
 				    "allowed): connection dropped", len, SK_STREAM_FRAME_MAX);
-		close(s->fd);
-		s->fd = -1;
+		drain(s, 100);
+		close_now(s);
 	}
 }
 
@@ -1176,7 +1244,7 @@ static int stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_
 
 			if (waited)
 				return 0;
-			w = wait_in(s->fd, timeout_ms);
+			w = __uskb_sk_wait_in(s, timeout_ms);
 			if (w <= 0)
 				return w;
 			waited = true;
@@ -1208,14 +1276,13 @@ static void sk_free(struct sk_dev *s)
 	const struct sockaddr_un *un = (const struct sockaddr_un *)&s->o.addr;
 
 	__uskb_sk_rx_free(s);
+	close_now(s); /* before anything in flight is let go */
 	if (s->ur)
 		__uskb_sk_uring_fini(s);
 	__uskb_sk_track_abandon(s);
 	__uskb_sk_track_fini(&s->t);
 	if (s->part)
 		uskb_consume(s->part);
-	if (s->fd >= 0)
-		close(s->fd);
 	if (s->lfd >= 0) {
 		close(s->lfd);
 		if (s->o.kind == SK_UNIX && un->sun_path[0])

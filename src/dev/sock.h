@@ -41,6 +41,7 @@ struct sk_opts {
 struct sk_rec {
 	uint16_t n;	   /* skbs held */
 	bool live;	   /* sent, not yet completed */
+	uint32_t gen;	   /* uring: the connection it was sent on (sk_dev.conn_gen) */
 	bool pending;	   /* uring: the send's result is still to come */
 	bool failed;	   /* uring: the send failed; its frames were lost */
 	uint32_t bytes;
@@ -88,6 +89,7 @@ struct sk_dev {
 	struct sk_uring *ur;
 	unsigned int ur_pending; /* uring: sends whose result is still to come */
 	int ur_err;		 /* uring, stream: a send failed (errno): the connection is gone */
+	uint32_t conn_gen;	 /* stream: bumped at each new connection */
 	bool nozc_once;	 /* ENOBUFS: the next send goes by copy */
 	struct udp_batch *ub;
 	/* counters of the sending thread, published into queue 0's */
@@ -123,8 +125,8 @@ USKB_HIDDEN void __uskb_sk_publish(struct sk_dev *s);
 /* sock_uring.c (when built with liburing) */
 USKB_HIDDEN int __uskb_sk_uring_init(struct sk_dev *s);
 USKB_HIDDEN void __uskb_sk_uring_fini(struct sk_dev *s);
-/* send one record (already filled: msg, iov, skbs); 0 or -errno (nothing queued) */
-USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags);
+/* send one record (already filled: msg, iov, skbs), linked to the next when @link; 0 or -errno */
+USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link);
 /* submit what is queued, take the completions there are; @wait_ms > 0: wait that long for one */
 USKB_HIDDEN int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms);
 
@@ -134,5 +136,11 @@ USKB_HIDDEN void __uskb_sk_rx_free(struct sk_dev *s);
 
 /* sock.c */
 USKB_HIDDEN void __uskb_sk_lost(struct sk_dev *s, struct sk_rec *r, int err);
+/*
+ * Wait up to @timeout_ms (-1: no limit) for something to read on the
+ * socket; unread MSG_ZEROCOPY notifications (POLLERR) are read on the way
+ * rather than ending the wait. 1, 0 (timeout) or -errno (-EINTR).
+ */
+USKB_HIDDEN int __uskb_sk_wait_in(struct sk_dev *s, int timeout_ms);
 
 #endif

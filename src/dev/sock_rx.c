@@ -158,7 +158,8 @@ static int rx_setup(struct sk_dev *s)
 	if (!rx->zc)
 		goto fail;
 #ifdef USKB_HAVE_URING
-	if (s->o.mode == SK_URING && (err = uring_setup(s, rx)))
+	/* a multishot recv gives no sender's address: listen (replies to the last sender) uses recvmmsg */
+	if (s->o.mode == SK_URING && !s->o.listen && (err = uring_setup(s, rx)))
 		goto fail;
 #endif
 	for (unsigned int i = 0; i < SLOTS; i++)
@@ -195,19 +196,6 @@ static void publish(struct sk_dev *s, struct sk_rx *rx)
 	rxzc_publish(rx->zc, &s->dev->qstats[0]);
 }
 
-static int wait_in(int fd, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	int r;
-
-	if (!timeout_ms)
-		return 0;
-	r = poll(&pfd, 1, timeout_ms);
-	if (r < 0)
-		return errno == EINTR ? -EINTR : -errno;
-	return r;
-}
-
 static int mmsg_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int max, int timeout_ms)
 {
 	struct mmsghdr msg[BATCH];
@@ -242,7 +230,7 @@ static int mmsg_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int m
 	}
 	got = recvmmsg(s->fd, msg, want, MSG_DONTWAIT, NULL);
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-		int w = wait_in(s->fd, timeout_ms);
+		int w = __uskb_sk_wait_in(s, timeout_ms);
 
 		if (w > 0) {
 			got = recvmmsg(s->fd, msg, want, MSG_DONTWAIT, NULL);

@@ -66,7 +66,7 @@ void __uskb_sk_uring_fini(struct sk_dev *s)
 	s->ur = NULL;
 }
 
-int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
+int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link)
 {
 	struct io_uring *ring = &s->ur->ring;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
@@ -83,7 +83,10 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 	else
 		io_uring_prep_sendmsg_zc(sqe, s->fd, &r->msg, MSG_NOSIGNAL | flags);
 	sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
+	if (link) /* the next send starts when this one is done: they keep their order */
+		sqe->flags |= IOSQE_IO_LINK;
 	io_uring_sqe_set_data64(sqe, s->t.head); /* the id the record is pushed under */
+	r->gen = s->conn_gen;
 	r->pending = true;
 	s->ur_pending++;
 	return 0;
@@ -98,7 +101,8 @@ static void result(struct sk_dev *s, struct sk_rec *r, int res)
 		return;
 	r->failed = true;
 	__uskb_sk_lost(s, r, res < 0 ? -res : EPIPE);
-	if (s->stream && !s->ur_err)
+	/* a send of an earlier connection failing says nothing of this one */
+	if (s->stream && !s->ur_err && r->gen == s->conn_gen)
 		s->ur_err = res < 0 ? -res : EPIPE;
 }
 
@@ -147,7 +151,7 @@ void __uskb_sk_uring_fini(struct sk_dev *s)
 	(void)s;
 }
 
-int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
+int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link)
 {
 	(void)s;
 	(void)r;
