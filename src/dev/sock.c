@@ -965,8 +965,10 @@ static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 		if (!k)
 			break;
 		if (s->zc && !s->nozc_once && total >= s->o.copybreak) {
-			if (!zc_room(s, 1, total)) {
-				rest(skbs, i, n, res, USKB_XMIT_BUSY);
+			/* reaping may find the connection gone (a failed uring send) */
+			if (!zc_room(s, 1, total) || s->fd < 0) {
+				rest(skbs, i, n, res,
+				     uskb_dev_running(s->dev) ? USKB_XMIT_BUSY : USKB_XMIT_DROP);
 				return;
 			}
 			r = sk_track_next(&s->t);
