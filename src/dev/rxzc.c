@@ -9,8 +9,9 @@
  * the slot's memory — is opened: the device holds the ubuf's first
  * reference while it walks the slot, every skb built on it holds one more
  * (a frag on the descriptor, MANAGED_FRAG_REFS). The last reference gone
- * gives the slot back to the kernel (the owner's give_back), from
- * whichever thread dropped it.
+ * gives the slot back to the kernel (the owner's give_back, or a lock-free
+ * stack of the rxzc's own that the receiving thread empties: xdp: and
+ * udp:), from whichever thread dropped it.
  *
  * Patience: a slot still referenced long after the device finished with it
  * (or while too few are left to the kernel) is copied into a private block
@@ -83,6 +84,22 @@ static struct rxzc_unit *unit_new(struct rxzc *zc, unsigned int i)
 	return u;
 }
 
+/* the default give_back: onto the lock-free stack, from any thread */
+static void push_returned(struct rxzc *zc, unsigned int i)
+{
+	uint32_t old = atomic_load_explicit(&zc->ret_head, memory_order_relaxed);
+
+	do
+		zc->ret_next[i] = old;
+	while (!atomic_compare_exchange_weak_explicit(&zc->ret_head, &old, i, memory_order_release,
+						      memory_order_relaxed));
+}
+
+uint32_t __uskb_rxzc_take(struct rxzc *zc)
+{
+	return atomic_exchange_explicit(&zc->ret_head, RXZC_NONE, memory_order_acquire);
+}
+
 struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order, void *(*addr_of)(void *, unsigned int),
 			 void (*give_back)(struct rxzc *, unsigned int), void *owner)
 {
@@ -93,6 +110,15 @@ struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order, void *(*addr
 		return NULL;
 	zc->n = n;
 	zc->order = order;
+	atomic_init(&zc->ret_head, RXZC_NONE);
+	if (!give_back) {
+		zc->ret_next = calloc(n, sizeof(*zc->ret_next));
+		if (!zc->ret_next) {
+			free(zc);
+			return NULL;
+		}
+		give_back = push_returned;
+	}
 	zc->give_back = give_back;
 	zc->owner = owner;
 	zc->addr_of = addr_of;
@@ -102,6 +128,7 @@ struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order, void *(*addr
 		if (!zc->slot[i]) {
 			while (i--)
 				free(zc->slot[i]);
+			free(zc->ret_next);
 			free(zc);
 			return NULL;
 		}
@@ -285,5 +312,6 @@ void __uskb_rxzc_destroy(struct rxzc *zc)
 			sched_yield();
 		free(u);
 	}
+	free(zc->ret_next);
 	free(zc);
 }

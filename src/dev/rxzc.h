@@ -27,6 +27,9 @@ struct rxzc {
 	uint64_t patience_ns;
 	uint64_t copied, orphaned; /* receiving thread only */
 	void (*give_back)(struct rxzc *zc, unsigned int idx);
+	/* created without a give_back: the slots given back, a lock-free stack (any thread pushes) */
+	_Atomic uint32_t ret_head;
+	uint32_t *ret_next;
 	void *owner;
 	void *(*addr_of)(void *owner, unsigned int idx);
 	struct rxzc_unit *slot[]; /* changed by the receiving thread only */
@@ -51,10 +54,26 @@ static inline void rxzc_publish(const struct rxzc *zc, struct uskb_dev_stats *q)
 	__atomic_store_n(&q->rx_orphaned, zc->orphaned, __ATOMIC_RELAXED);
 }
 
-/* n slots of 4 KiB << order; addr_of(owner, i) is slot i's memory */
+/*
+ * n slots of 4 KiB << order; addr_of(owner, i) is slot i's memory. A slot
+ * whose last skb went is handed to give_back(zc, i) on whichever thread
+ * freed it; with give_back NULL it goes onto a stack of the rxzc's own that
+ * the receiving thread empties with __uskb_rxzc_take().
+ */
 USKB_HIDDEN struct rxzc *__uskb_rxzc_create(unsigned int n, unsigned int order,
 				void *(*addr_of)(void *, unsigned int),
 				void (*give_back)(struct rxzc *, unsigned int), void *owner);
+
+#define RXZC_NONE UINT32_MAX
+/*
+ * The slots given back since the last call (the stack of a give_back-less
+ * rxzc): the first, or RXZC_NONE; rxzc_next() walks to the others.
+ */
+USKB_HIDDEN uint32_t __uskb_rxzc_take(struct rxzc *zc);
+static inline uint32_t rxzc_next(const struct rxzc *zc, uint32_t i)
+{
+	return zc->ret_next[i];
+}
 /* slot i's memory is still out (with skbs): the kernel cannot have it yet */
 USKB_HIDDEN bool __uskb_rxzc_busy(const struct rxzc *zc, unsigned int i);
 /* the kernel handed slot i over: the device walks it */

@@ -8,8 +8,8 @@
  * patience copied out). In copy and zc mode recvmmsg() fills free slots;
  * in uring mode a multishot receive takes them from a provided-buffer ring
  * (one slot a buffer), and a slot given back goes back into that ring.
- * A slot may be given back on any thread: onto a lock-free stack that the
- * receiving thread drains.
+ * A slot may be given back on any thread: onto rxzc's lock-free stack,
+ * which the receiving thread empties.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,15 +29,12 @@
 #define SLOT_ORDER 4 /* 64 KiB: the longest datagram */
 #define SLOT_SIZE (4096u << SLOT_ORDER)
 #define BATCH 32
-#define NIL UINT32_MAX
 /* the uring receive's buffer group */
 #define BGID 0
 
 struct sk_rx {
 	unsigned char *area;
 	struct rxzc *zc;
-	_Atomic uint32_t ret_head; /* slots given back, not yet reused */
-	uint32_t ret_next[SLOTS];
 	uint32_t free[SLOTS]; /* recvmmsg: slots to receive into */
 	unsigned int nfree;
 	uint64_t drops; /* frames dropped here (too long, no memory) */
@@ -54,34 +51,22 @@ static void *slot_addr(void *owner, unsigned int i)
 	return ((struct sk_rx *)owner)->area + (size_t)i * SLOT_SIZE;
 }
 
-/* an skb let go of slot i (any thread) */
-static void give_back(struct rxzc *zc, unsigned int i)
-{
-	struct sk_rx *rx = zc->owner;
-	uint32_t old = atomic_load_explicit(&rx->ret_head, memory_order_relaxed);
-
-	do
-		rx->ret_next[i] = old;
-	while (!atomic_compare_exchange_weak_explicit(&rx->ret_head, &old, i, memory_order_release,
-						      memory_order_relaxed));
-}
-
 /* the slots given back: free to receive into again */
 static void refill(struct sk_rx *rx)
 {
-	uint32_t i = atomic_exchange_explicit(&rx->ret_head, NIL, memory_order_acquire);
+	uint32_t i = __uskb_rxzc_take(rx->zc);
 #ifdef USKB_HAVE_URING
 	unsigned int n = 0;
 
 	if (rx->have_ring) {
-		for (; i != NIL; i = rx->ret_next[i], n++)
+		for (; i != RXZC_NONE; i = rxzc_next(rx->zc, i), n++)
 			io_uring_buf_ring_add(rx->br, slot_addr(rx, i), SLOT_SIZE, (unsigned short)i,
 					      io_uring_buf_ring_mask(SLOTS), (int)n);
 		io_uring_buf_ring_advance(rx->br, (int)n);
 		return;
 	}
 #endif
-	for (; i != NIL; i = rx->ret_next[i])
+	for (; i != RXZC_NONE; i = rxzc_next(rx->zc, i))
 		rx->free[rx->nfree++] = i;
 }
 
@@ -147,14 +132,13 @@ static int rx_setup(struct sk_dev *s)
 
 	if (!rx)
 		return -ENOMEM;
-	atomic_init(&rx->ret_head, NIL);
 	rx->area = mmap(NULL, (size_t)SLOTS * SLOT_SIZE, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (rx->area == MAP_FAILED) {
 		rx->area = NULL;
 		goto fail;
 	}
-	rx->zc = __uskb_rxzc_create(SLOTS, SLOT_ORDER, slot_addr, give_back, rx);
+	rx->zc = __uskb_rxzc_create(SLOTS, SLOT_ORDER, slot_addr, NULL, rx); /* given back: its stack */
 	if (!rx->zc)
 		goto fail;
 #ifdef USKB_HAVE_URING
@@ -162,8 +146,8 @@ static int rx_setup(struct sk_dev *s)
 	if (s->o.mode == SK_URING && !s->o.listen && (err = uring_setup(s, rx)))
 		goto fail;
 #endif
-	for (unsigned int i = 0; i < SLOTS; i++)
-		give_back(rx->zc, i);
+	for (unsigned int i = 0; i < SLOTS; i++) /* every slot free at first */
+		rx->zc->give_back(rx->zc, i);
 	refill(rx);
 	s->rx = rx;
 	return 0;

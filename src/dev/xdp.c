@@ -64,7 +64,6 @@ const struct uskb_dev_ops __uskb_dev_xdp_ops USKB_HIDDEN = { .type = "xdp", .ope
 #define RX_FRAMES (NFRAMES / 2) /* frames 0 .. RX_FRAMES-1 receive, the rest transmit */
 #define RING 2048
 #define KICK_BATCH 32 /* frames the kernel sends per call in copy mode */
-#define NIL UINT32_MAX
 
 struct xq {
 	unsigned int qid; /* the interface's queue */
@@ -83,8 +82,6 @@ struct xq {
 	/* receive */
 	bool rx_on;
 	struct rxzc *zc;
-	_Atomic uint32_t ret_head;	/* frames given back by skbs, any thread */
-	uint32_t ret_next[RX_FRAMES];
 	uint64_t next_patience;
 	uint64_t alloc_drops; /* frames lost for want of an skb */
 };
@@ -119,18 +116,6 @@ static void *frame_addr(void *owner, unsigned int i)
 	return ((struct xq *)owner)->area + ((size_t)i << FRAME_SHIFT);
 }
 
-/* an skb let go of frame i (any thread): onto the stack the receiver drains */
-static void give_back(struct rxzc *zc, unsigned int i)
-{
-	struct xq *q = zc->owner;
-	uint32_t old = atomic_load_explicit(&q->ret_head, memory_order_relaxed);
-
-	do
-		q->ret_next[i] = old;
-	while (!atomic_compare_exchange_weak_explicit(&q->ret_head, &old, i, memory_order_release,
-						      memory_order_relaxed));
-}
-
 static int queue_open(struct xdp_priv *p, struct xq **out, unsigned int qid, int bind_mode)
 {
 	struct xsk_umem_config uc = {
@@ -148,7 +133,6 @@ static int queue_open(struct xdp_priv *p, struct xq **out, unsigned int qid, int
 	if (!q)
 		return -ENOMEM;
 	q->qid = qid;
-	atomic_init(&q->ret_head, NIL);
 	q->area = mmap(NULL, (size_t)NFRAMES * FRAME_SIZE, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (q->area == MAP_FAILED) {
@@ -165,7 +149,8 @@ static int queue_open(struct xdp_priv *p, struct xq **out, unsigned int qid, int
 		goto fail;
 	for (unsigned int i = 0; i < NFRAMES - RX_FRAMES; i++)
 		q->tx_free[q->tx_nfree++] = (uint64_t)(RX_FRAMES + i) << FRAME_SHIFT;
-	q->zc = __uskb_rxzc_create(RX_FRAMES, 0, frame_addr, give_back, q);
+	/* frames skbs give back (any thread) wait on its stack for refill() */
+	q->zc = __uskb_rxzc_create(RX_FRAMES, 0, frame_addr, NULL, q);
 	if (!q->zc) {
 		err = -ENOMEM;
 		goto fail;
@@ -532,11 +517,11 @@ static void fill(struct xq *q, const uint32_t *frames, unsigned int n)
 /* frames skbs gave back, into the fill ring */
 static void refill(struct xq *q)
 {
-	uint32_t i = atomic_exchange_explicit(&q->ret_head, NIL, memory_order_acquire);
+	uint32_t i = __uskb_rxzc_take(q->zc);
 	uint32_t batch[64];
 	unsigned int n = 0;
 
-	for (; i != NIL; i = q->ret_next[i]) {
+	for (; i != RXZC_NONE; i = rxzc_next(q->zc, i)) {
 		batch[n++] = i;
 		if (n == 64) {
 			fill(q, batch, n);
