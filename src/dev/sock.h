@@ -125,8 +125,8 @@ USKB_HIDDEN void __uskb_sk_publish(struct sk_dev *s);
 /* sock_uring.c (when built with liburing) */
 USKB_HIDDEN int __uskb_sk_uring_init(struct sk_dev *s);
 USKB_HIDDEN void __uskb_sk_uring_fini(struct sk_dev *s);
-/* send one record (already filled: msg, iov, skbs), linked to the next when @link; 0 or -errno */
-USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link);
+/* send one record (already filled: msg, iov, skbs); 0 or -errno (nothing queued) */
+USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags);
 /* submit what is queued, take the completions there are; @wait_ms > 0: wait that long for one */
 USKB_HIDDEN int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms);
 

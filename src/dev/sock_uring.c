@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dev/sock.h"
 
@@ -30,7 +31,43 @@
 
 struct sk_uring {
 	struct io_uring ring;
+	bool report; /* IORING_SEND_ZC_REPORT_USAGE works: notifications say "copied" */
 };
+
+/*
+ * IORING_SEND_ZC_REPORT_USAGE came with Linux 6.2; an older kernel refuses
+ * every send that asks for it (EINVAL). A send of one byte on an
+ * unconnected socket tells: EINVAL without the flag's support, a
+ * destination error with it.
+ */
+static bool probe_report_usage(struct io_uring *ring)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res = -EINVAL;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	char byte = 0;
+
+	if (fd < 0)
+		return false;
+	sqe = io_uring_get_sqe(ring);
+	io_uring_prep_send_zc(sqe, fd, &byte, 1, 0, 0);
+	sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
+	io_uring_submit(ring);
+	for (;;) { /* its result, then (F_MORE) its notification */
+		bool more;
+
+		if (io_uring_wait_cqe(ring, &cqe))
+			break;
+		if (!(cqe->flags & IORING_CQE_F_NOTIF))
+			res = cqe->res;
+		more = cqe->flags & IORING_CQE_F_MORE;
+		io_uring_cqe_seen(ring, cqe);
+		if (!more)
+			break;
+	}
+	close(fd);
+	return res != -EINVAL;
+}
 
 int __uskb_sk_uring_init(struct sk_dev *s)
 {
@@ -55,6 +92,8 @@ int __uskb_sk_uring_init(struct sk_dev *s)
 				       "(Linux 6.1 and later): use zc or copy", s->o.text);
 	}
 	io_uring_free_probe(probe);
+	/* without it the kernel's copies cannot be seen: counted as not copied, no fallback */
+	ur->report = probe_report_usage(&ur->ring);
 	s->ur = ur;
 	return 0;
 }
@@ -66,7 +105,7 @@ void __uskb_sk_uring_fini(struct sk_dev *s)
 	s->ur = NULL;
 }
 
-int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link)
+int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 {
 	struct io_uring *ring = &s->ur->ring;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
@@ -82,9 +121,8 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool lin
 				      MSG_NOSIGNAL | flags, 0);
 	else
 		io_uring_prep_sendmsg_zc(sqe, s->fd, &r->msg, MSG_NOSIGNAL | flags);
-	sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
-	if (link) /* the next send starts when this one is done: they keep their order */
-		sqe->flags |= IOSQE_IO_LINK;
+	if (s->ur->report)
+		sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
 	io_uring_sqe_set_data64(sqe, s->t.head); /* the id the record is pushed under */
 	r->gen = s->conn_gen;
 	r->pending = true;
@@ -151,7 +189,7 @@ void __uskb_sk_uring_fini(struct sk_dev *s)
 	(void)s;
 }
 
-int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags, bool link)
+int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 {
 	(void)s;
 	(void)r;
