@@ -519,7 +519,10 @@ void __uskb_sk_lost(struct sk_dev *s, struct sk_rec *r, int err)
 	__uskb_dev_tx_lost(s->dev, 0, r->n, bytes, why);
 }
 
-/* uring: take the completions there are (waiting up to @wait_ms for one); a failed stream send ends the connection */
+/*
+ * uring: take the completions there are (waiting up to @wait_ms for one);
+ * a failed stream send ends the connection
+ */
 static void ur_reap(struct sk_dev *s, int wait_ms)
 {
 	__uskb_sk_uring_reap(s, wait_ms);

@@ -42,8 +42,6 @@ struct sk_rec {
 	uint16_t n;	   /* skbs held */
 	bool live;	   /* sent, not yet completed */
 	uint32_t gen;	   /* uring: the connection it was sent on (sk_dev.conn_gen) */
-	bool pending;	   /* uring: the send's result is still to come */
-	bool failed;	   /* uring: the send failed; its frames were lost */
 	uint32_t bytes;
 	struct uskb *skb[SK_FRAMES];
 	uint32_t hdr[SK_FRAMES]; /* stream length prefixes: the kernel reads them too */

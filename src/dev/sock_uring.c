@@ -125,7 +125,6 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 		sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
 	io_uring_sqe_set_data64(sqe, s->t.head); /* the id the record is pushed under */
 	r->gen = s->conn_gen;
-	r->pending = true;
 	s->ur_pending++;
 	return 0;
 }
@@ -133,11 +132,9 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 /* a send's result: its frames were lost when it failed (or, on a stream, fell short) */
 static void result(struct sk_dev *s, struct sk_rec *r, int res)
 {
-	r->pending = false;
 	s->ur_pending--;
 	if (res >= 0 && (!s->stream || (uint32_t)res == r->bytes))
 		return;
-	r->failed = true;
 	__uskb_sk_lost(s, r, res < 0 ? -res : EPIPE);
 	/* a send of an earlier connection failing says nothing of this one */
 	if (s->stream && !s->ur_err && r->gen == s->conn_gen)

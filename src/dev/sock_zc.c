@@ -95,7 +95,6 @@ static void complete_one(struct sk_dev *s, struct sk_rec *r, bool copied)
 	r->n = 0;
 	r->bytes = 0;
 	r->live = false;
-	r->failed = false;
 }
 
 void __uskb_sk_complete(struct sk_dev *s, uint32_t lo, uint32_t hi, bool copied)
