@@ -5,7 +5,8 @@
 # (-netdev stream / dgram / hubport); every frame uskb-pktgen sends into one
 # side is counted by uskb-pktgen --rx on the other, and the frames QEMU
 # relayed (its filter-dump pcap) equal, byte for byte, what uskb-pktgen
-# writes to pcap: with the same commands:
+# writes to pcap: with the same commands (into QEMU's UDP socket, paced,
+# up to 5 % may be lost on a busy machine: UDP; never a changed frame):
 #   unix: -> QEMU stream server -> QEMU dgram -> udp:
 #   udp: -> QEMU dgram -> QEMU stream server -> unix: (client)
 #   tcp: -> QEMU stream server (inet) -> dgram -> udp:, in zc and uring mode
@@ -70,8 +71,14 @@ qemu_stop() {
 	qpid=""
 }
 
-# the frames of a pcap as hex, one line per byte row (record times left out)
-hexframes() { tshark -r "$1" -x 2>/dev/null | grep -v '^Frame\|^$'; }
+# the frames of a pcap as hex, one line per frame (record times left out)
+hexframes() {
+	tshark -r "$1" -x 2>/dev/null |
+		awk '/^Frame/ { next } /^$/ { if (f != "") print f; f = ""; next }
+			{ f = f substr($0, 7, 48) } END { if (f != "") print f }'
+}
+# every frame of pcap $1 is one uskb-pktgen built (UDP into QEMU may lose some, never change one)
+all_built() { hexframes "$1" | awk 'NR == FNR { ref[$0] = 1; next } !($0 in ref) { bad++ } END { exit bad > 0 }' "$tmp"/ref.hex -; }
 
 # what uskb-pktgen writes for SIZES into pcap: (the reference)
 reference() {
@@ -84,7 +91,8 @@ reference() {
 }
 reference
 
-# send SIZES through TX into QEMU while --rx RX counts on the other side: label tx rx
+# send SIZES through TX into QEMU while --rx RX counts on the other side: label tx rx.
+# Into QEMU's stream every frame must arrive; into its UDP socket up to 5 % may be lost.
 # (into QEMU's dgram netdev paced, see pace(): QEMU reads its UDP socket
 # slower than a sender fills it, and UDP drops what does not fit)
 relay() {
@@ -99,9 +107,18 @@ relay() {
 			bad "$label: size $s: the sender failed: $(tail -2 "$tmp"/tx.out)"
 		wait $rpid
 		out=$(cat "$tmp"/rx.json)
-		[ "$(json_num packets "$out")" = $N ] && [ "$(json_num lost "$out")" = 0 ] &&
-			[ "$(json_num duplicates "$out")" = 0 ] ||
-			bad "$label: size $s: $N sent, received: $out $(cat "$tmp"/rx.err)"
+		got=$(json_num packets "$out")
+		if [ -n "$pace" ]; then
+			# UDP into QEMU: its 208 KiB socket buffer may overflow on a busy machine
+			[ "${got:-0}" -ge $((N - N / 20)) ] && [ "$(json_num duplicates "$out")" = 0 ] &&
+				[ "$(json_num reordered "$out")" = 0 ] ||
+				bad "$label: size $s: $N sent, received: $out $(cat "$tmp"/rx.err)"
+			[ "$got" = $N ] || echo "$label: size $s: $((N - got)) of $N lost in QEMU's UDP socket"
+		else
+			[ "$got" = $N ] && [ "$(json_num lost "$out")" = 0 ] &&
+				[ "$(json_num duplicates "$out")" = 0 ] ||
+				bad "$label: size $s: $N sent, received: $out $(cat "$tmp"/rx.err)"
+		fi
 	done
 }
 
@@ -118,7 +135,7 @@ qemu_hub "stream,id=s0,server=on,addr.type=unix,addr.path=$tmp/q2.sock" \
 	"dgram,id=d0,local.type=inet,local.host=127.0.0.1,local.port=$((base + 2)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((base + 3))"
 relay "udp->unix" "udp:127.0.0.1:$((base + 2)),local=127.0.0.1:$((base + 3))" "unix:$tmp/q2.sock"
 qemu_stop
-hexframes "$tmp"/s.pcap | cmp -s - "$tmp"/ref.hex || bad "udp->unix: QEMU relayed other bytes than uskb-pktgen built"
+all_built "$tmp"/s.pcap || bad "udp->unix: QEMU relayed other bytes than uskb-pktgen built"
 echo "udp: -> QEMU -> unix:: counted, byte for byte"
 
 # 3. tcp: (copy, zc, uring) -> stream server (inet) -> dgram -> udp:
@@ -147,7 +164,7 @@ done
 wait $rpid
 qemu_stop
 out=$(cat "$tmp"/rx4.json)
-[ "$(json_num packets "$out")" = $((N * 4)) ] ||
+[ "$(json_num packets "$out")" -ge $((N * 4 - N * 4 / 20)) ] ||
 	bad "udp->QEMU client->tcp listen: $((N * 4)) sent, received: $out $(cat "$tmp"/rx4.err)"
 echo "udp: -> QEMU (stream client) -> tcp:,listen: $(json_num packets "$out") counted"
 
