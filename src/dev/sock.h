@@ -100,6 +100,9 @@ struct sk_dev {
 	char err[192];
 };
 
+/* sock_spec.c: TYPE:ADDRESS[,OPTION...] into @o; 0 or -errno with the reason said */
+USKB_HIDDEN int __uskb_sk_parse_spec(struct sk_opts *o, enum sk_kind kind, const char *arg);
+
 /* sock_zc.c: the records in flight */
 USKB_HIDDEN int __uskb_sk_track_init(struct sk_track *t, unsigned int n, bool with_iov);
 USKB_HIDDEN void __uskb_sk_track_fini(struct sk_track *t);
