@@ -118,6 +118,23 @@ USKB_API struct uskb_page *uskb_virt_to_page(const void *addr);
 USKB_API bool uskb_addr_is_page(const void *addr);
 
 /**
+ * The window: the range of addresses that holds every page block uskb has
+ * mapped so far (skb heads, page frags, pools, the zero page), as
+ * [return, return + *len). It only grows, and what is in it is never
+ * unmapped, so it may be registered with the kernel once (io_uring's fixed
+ * buffers) rather than pinned at every send. NULL with *len 0 before the
+ * first page, or where the address space could not be reserved; memory
+ * mapped then (or once the window's 16 GiB are used) lies outside it.
+ */
+USKB_API void *uskb_page_window(size_t *len);
+/**
+ * Run @fn(@arg) with the zero pages mapped writable, and return what it
+ * returns: a pin of the window for writing (io_uring_register_buffers)
+ * refuses read-only pages. @fn must not allocate uskb memory.
+ */
+USKB_API int uskb_page_window_pin(int (*fn)(void *arg), void *arg);
+
+/**
  * The shared zero page (ZERO_PAGE, pktgen's per-device zeroed page): one
  * zeroed page per NUMA node, mapped read-only, never freed. get/put count
  * normally; its base reference is never dropped. NULL + errno only when

@@ -57,25 +57,100 @@ static long sys_mbind(void *addr, unsigned long len, int mode,
 	return syscall(SYS_mbind, addr, len, mode, mask, maxnode, 0);
 }
 
+/*
+ * The window: a stretch of address space reserved once (PROT_NONE, no
+ * memory) in which arenas are mapped one after the other, so that every
+ * arena lies in [win.base, win.base + win.used). Arenas are never unmapped,
+ * so this range keeps its pages for the life of the process, and a device
+ * may register it with the kernel once (io_uring's fixed buffers) instead of
+ * pinning each send. Where the reservation fails (an address-space limit) or
+ * runs out, arenas are mapped anywhere, outside the window.
+ */
+#define WINDOW_SIZE (16ul << 30)
+
+static struct {
+	char *base;
+	size_t used; /* written under mem.lock, read with acquire */
+	bool tried;
+} win;
+
+static void window_reserve(void)
+{
+	char *raw = mmap(NULL, WINDOW_SIZE + ARENA_SIZE, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *base;
+
+	win.tried = true;
+	if (raw == MAP_FAILED)
+		return;
+	base = (char *)(((uintptr_t)raw + ARENA_SIZE - 1) & ~(ARENA_SIZE - 1));
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	munmap(base + WINDOW_SIZE, (size_t)(raw + ARENA_SIZE - base));
+	win.base = base;
+}
+
+/* map ARENA_SIZE bytes, ARENA_SIZE-aligned: next in the window, else anywhere */
+static char *arena_map(bool *in_window)
+{
+	char *raw, *base;
+
+	if (!win.tried)
+		window_reserve();
+	*in_window = false;
+	if (win.base && win.used + ARENA_SIZE <= WINDOW_SIZE) {
+		base = mmap(win.base + win.used, ARENA_SIZE, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+		if (base != MAP_FAILED) {
+			*in_window = true;
+			return base;
+		}
+	}
+	raw = mmap(NULL, 2 * ARENA_SIZE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	base = (char *)(((uintptr_t)raw + ARENA_SIZE - 1) & ~(ARENA_SIZE - 1));
+	if (base > raw)
+		munmap(raw, (size_t)(base - raw));
+	if (base + ARENA_SIZE < raw + 2 * ARENA_SIZE)
+		munmap(base + ARENA_SIZE, (size_t)(raw + 2 * ARENA_SIZE - (base + ARENA_SIZE)));
+	return base;
+}
+
+/* an arena_map() that failed later: give the memory back (to the window's reservation) */
+static void arena_unmap(char *base, bool in_window)
+{
+	if (!in_window)
+		munmap(base, ARENA_SIZE);
+	else if (mmap(base, ARENA_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		      MAP_FIXED, -1, 0) == MAP_FAILED)
+		win.used += ARENA_SIZE; /* cannot happen; never reuse a range whose state is unknown */
+}
+
 /* Map a new arena for @order on @node and put its blocks on the free list. */
 static int arena_grow(unsigned int order, int node)
 {
 	size_t bs = block_size(order), hdr;
 	unsigned int i;
 	struct arena *a;
-	char *raw, *base;
+	bool in_window;
+	char *base = arena_map(&in_window);
 
-	raw = mmap(NULL, 2 * ARENA_SIZE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (raw == MAP_FAILED)
+	if (!base)
 		return -ENOMEM;
-	base = (char *)(((uintptr_t)raw + ARENA_SIZE - 1) & ~(ARENA_SIZE - 1));
-	if (base > raw)
-		munmap(raw, (size_t)(base - raw));
-	if (base + ARENA_SIZE < raw + 2 * ARENA_SIZE)
-		munmap(base + ARENA_SIZE, (size_t)(raw + 2 * ARENA_SIZE - (base + ARENA_SIZE)));
 #ifdef MADV_HUGEPAGE
 	madvise(base, ARENA_SIZE, MADV_HUGEPAGE);
+	/*
+	 * The first page of each GiB of the window (where a registration
+	 * starts) stays small. io_uring coalesces a registered range made
+	 * of huge pages alone, and then charges each frag of a send from it
+	 * its offset into the huge page as well (Linux 6.18): a 9000-byte
+	 * send over loopback weighed some 400 KB against the receive
+	 * buffer, and TCP windows closed.
+	 */
+	if (in_window && !((uintptr_t)(base - win.base) & ((1ul << 30) - 1)))
+		madvise(base, USKB_PAGE_SIZE, MADV_NOHUGEPAGE);
 #endif
 	if (node >= 0) {
 		unsigned long mask[2] = { 0, 0 };
@@ -83,10 +158,12 @@ static int arena_grow(unsigned int order, int node)
 		if (node >= 128 ||
 		    (mask[node / 64] = 1ul << (node % 64),
 		     sys_mbind(base, ARENA_SIZE, 1 /* MPOL_PREFERRED */, mask, 129))) {
-			munmap(base, ARENA_SIZE);
+			arena_unmap(base, in_window);
 			return -EINVAL;
 		}
 	}
+	if (in_window)
+		__atomic_store_n(&win.used, win.used + ARENA_SIZE, __ATOMIC_RELEASE);
 	a = (struct arena *)base;
 	a->magic = ARENA_MAGIC;
 	a->order = order;
@@ -218,6 +295,29 @@ struct uskb_page *uskb_virt_to_page(const void *addr)
 	if (uskb_unlikely(idx < a->first))
 		uskb_bug("virt_to_page", NULL, "%p lies in an arena header", addr);
 	return &a->pages[idx];
+}
+
+void *uskb_page_window(size_t *len)
+{
+	*len = __atomic_load_n(&win.used, __ATOMIC_ACQUIRE);
+	return *len ? win.base : NULL;
+}
+
+int uskb_page_window_pin(int (*fn)(void *arg), void *arg)
+{
+	int s, err;
+
+	/* a pin for writing (io_uring's registration) refuses the zero pages' read-only mapping */
+	pthread_mutex_lock(&mem.lock);
+	for (s = 0; s < USKB_NODE_SLOTS; s++)
+		if (mem.zero[s])
+			mprotect(mem.zero[s]->addr, USKB_PAGE_SIZE, PROT_READ | PROT_WRITE);
+	err = fn(arg);
+	for (s = 0; s < USKB_NODE_SLOTS; s++)
+		if (mem.zero[s])
+			mprotect(mem.zero[s]->addr, USKB_PAGE_SIZE, PROT_READ);
+	pthread_mutex_unlock(&mem.lock);
+	return err;
 }
 
 /* ---- zero page ---- */
