@@ -98,8 +98,12 @@ static int send_one(struct uskb_dev *d, struct uskb *skb)
 static struct uskb *recv_one(struct uskb_dev *d, int ms)
 {
 	struct uskb *skb = NULL;
+	struct timespec t0, t;
 
-	for (int waited = 0; waited < ms; waited += 50) {
+	/* by the clock: a stream trickling in returns 0 at once, again and again */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (t = t0; (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms;
+	     clock_gettime(CLOCK_MONOTONIC, &t)) {
 		int n = uskb_dev_rx(d, 0, &skb, 1, 50);
 
 		if (n == 1)
@@ -171,6 +175,7 @@ static void test_specs(void)
 	bad_spec("udp:fd00::2:9000", EINVAL, "brackets");
 	bad_spec("udp:127.0.0.1:70000", EINVAL, "a host and a port");
 	bad_spec("udp:127.0.0.1:9000,bogus", EINVAL, "unknown option \"bogus\"");
+	bad_spec("udp:127.0.0.1:9000,zc,nofixed", EINVAL, "nofixed is for uring");
 	bad_spec("udp:127.0.0.1:9000,copybreak=x", EINVAL, "copybreak=x");
 	bad_spec("udp:127.0.0.1:9000,inflight=1", EINVAL, "inflight=1");
 	bad_spec("tcp:127.0.0.1:9000,gso", EINVAL, "gso is for udp");
@@ -246,6 +251,11 @@ static void test_udp(const char *opts, const char *rx_opts)
 		return;
 	}
 	roundtrip(tx, rx, 65000, ts);
+	/* uring: the frames in uskb's memory went from registered buffers (until the fallback) */
+	if (strstr(opts, "uring")) {
+		uskb_dev_flush(tx, 0);
+		CHECK_EQ(dev_stat(tx, tx_zc_fixed) > 0, !strstr(opts, "nofixed"));
+	}
 	/* replies: a listening udp device sends to the last sender */
 	{
 		unsigned char want[100];
@@ -489,6 +499,11 @@ static void test_stream(const char *kind, const char *opts)
 	}
 	snprintf(what, sizeof(what), "%s -> %s", ts, rs);
 	roundtrip(tx, rx, 65550, what);
+	/* uring: length prefixes, heads and frags all lie in uskb's registered memory */
+	if (strstr(opts, "uring")) {
+		uskb_dev_flush(tx, 0);
+		CHECK(dev_stat(tx, tx_zc_fixed) > 0);
+	}
 	/* the other way: the listening side sends to its peer */
 	roundtrip(rx, tx, 9000, what);
 out:
@@ -748,17 +763,25 @@ static void test_backpressure(const char *kind, const char *opts)
 		struct uskb *skb = frame(65536, (unsigned int)i, PAGED, want);
 		int res;
 
-		for (;;) {
+		struct timespec t0, t;
+
+		/* by the clock: a reader gone makes this fail, not hang */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		for (t = t0; t.tv_sec - t0.tv_sec < 60; clock_gettime(CLOCK_MONOTONIC, &t)) {
 			uskb_dev_xmit(tx, 0, &skb, 1, &res);
 			if (res != USKB_XMIT_BUSY)
 				break;
 			busy++;
 			uskb_dev_flush(tx, 0);
 		}
+		if (res == USKB_XMIT_BUSY)
+			uskb_free(skb);
 		CHECK_EQ(res, USKB_XMIT_OK);
 	}
 	uskb_dev_close(tx);
 	pthread_join(th, NULL);
+	if (r.ok != r.n)
+		fprintf(stderr, "backpressure %s%s: %d of %d frames arrived\n", kind, opts, r.ok, r.n);
 	CHECK_EQ(r.ok, r.n);
 	CHECK(busy > 0); /* the reader did make the sender wait */
 	uskb_dev_close(r.rx);
@@ -830,6 +853,7 @@ static void test_sink(const char *mode)
 	CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
 	CHECK_EQ(dev_stat(tx, tx_zc_fallback), 0);
 	CHECK_EQ(dev_stat(tx, tx_dropped), 0);
+	CHECK_EQ(dev_stat(tx, tx_zc_fixed), 0); /* user memory: never registered */
 	if (!strcmp(mode, "zc"))
 		CHECK(ranges > 0);
 	uskb_dev_close(tx);
@@ -865,6 +889,8 @@ static void test_sink(const char *mode)
 		CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
 		CHECK_EQ(dev_stat(tx, tx_dropped), 0);
 		CHECK_EQ(dev_stat(tx, tx_packets), 44);
+		/* uring: page memory lies in uskb's window, which the device registered */
+		CHECK_EQ(dev_stat(tx, tx_zc_fixed), strcmp(mode, "uring") ? 0 : 44);
 		zc_before = dev_stat(tx, tx_zc);
 		for (i = 0; i < 44; i++) {
 			v[i] = uskb_alloc(64);
@@ -881,6 +907,8 @@ static void test_sink(const char *mode)
 		CHECK_EQ(dev_stat(tx, tx_zc) - zc_before, 6);
 		CHECK_EQ(dev_stat(tx, tx_zc_copied), 0);
 		CHECK_EQ(dev_stat(tx, tx_dropped), 0);
+		/* heads and the zero page (writable only while registering) lie there too */
+		CHECK_EQ(dev_stat(tx, tx_zc_fixed), strcmp(mode, "uring") ? 0 : 88);
 		uskb_dev_close(tx);
 	}
 
@@ -954,6 +982,7 @@ int main(int argc, char **argv)
 	test_udp(",zc", "");
 	test_udp(",zc,copybreak=0", "");
 	test_udp(",uring,copybreak=0", ",uring"); /* listen in uring mode still knows whom to reply to */
+	test_udp(",uring,nofixed,copybreak=0", "");
 	test_udp_gso();
 	test_udp_rx_zc("");
 	test_udp_rx_zc(",uring");
@@ -989,6 +1018,7 @@ int main(int argc, char **argv)
 	else {
 		test_sink("zc");
 		test_sink("uring");
+		test_sink("uring,nofixed");
 		test_gso_refused("");
 		test_gso_refused(",zc,copybreak=0");
 		test_enobufs();

@@ -73,6 +73,7 @@ struct uskb_dev_stats {
 	uint64_t tx_zc;	      /**< zero-copy sends the kernel completed without a copy */
 	uint64_t tx_zc_copied; /**< zero-copy sends the kernel copied after all */
 	uint64_t tx_zc_fallback; /**< times the device gave up zero copy (the kernel kept copying) */
+	uint64_t tx_zc_fixed; /**< frames sent from memory registered with the kernel once (uring) */
 	/* library-private: frames (and bytes) found lost, still to leave tx_packets */
 	uint64_t __tx_unsent, __tx_unsent_bytes;
 } __attribute__((aligned(64))); /* one per queue, each on its own cache lines */

@@ -125,10 +125,11 @@ struct uskb_pktgen_stats {
 	 * The device's zero-copy sends (devices with USKB_DEV_F_ZEROCOPY that
 	 * complete when the kernel is done: udp:, tcp: in zc or uring mode):
 	 * completed without a copy, copied by the kernel after all, and the
-	 * times the device gave zero copy up. Of the whole device, whichever
-	 * pktgen devices share it.
+	 * times the device gave zero copy up; and the frames sent from memory
+	 * registered with the kernel beforehand (uring). Of the whole device,
+	 * whichever pktgen devices share it.
 	 */
-	uint64_t zc_sent, zc_copied, zc_fallback;
+	uint64_t zc_sent, zc_copied, zc_fallback, zc_fixed;
 	bool zerocopy; /**< the device has USKB_DEV_F_ZEROCOPY */
 };
 /**

@@ -9,7 +9,9 @@
  *   copy        send by copying (the default)
  *   zc          MSG_ZEROCOPY: the kernel reads the frames where they are, and
  *               the skbs are held until its notification covers their send
- *   uring       io_uring send_zc / sendmsg_zc, the same holding rule
+ *   uring       io_uring send_zc / sendmsg_zc, the same holding rule; sends
+ *               from uskb's memory use it registered with the ring
+ *   nofixed     uring: register no memory (each send pins its pages)
  *   gso         udp: a run of equal-size frames goes as one UDP_SEGMENT send
  *   listen      tcp, unix: wait for the peer to connect (a new one may come
  *               after it goes); udp: receive on the address, reply to the

@@ -27,6 +27,7 @@ struct sk_opts {
 	enum sk_kind kind;
 	enum sk_mode mode;
 	bool listen, gso, has_local;
+	bool nofixed; /* uring: never register memory with the ring */
 	unsigned int copybreak; /* frames shorter than this are sent by copy in zc and uring */
 	uint64_t inflight;	/* bytes the kernel may hold at once */
 	struct sockaddr_storage addr, local;
@@ -41,10 +42,11 @@ struct sk_opts {
 struct sk_rec {
 	uint16_t n;	   /* skbs held */
 	bool live;	   /* sent, not yet completed */
+	bool fixed;	   /* uring: sent from a registered buffer */
 	uint32_t gen;	   /* uring: the connection it was sent on (sk_dev.conn_gen) */
 	uint32_t bytes;
 	struct uskb *skb[SK_FRAMES];
-	uint32_t hdr[SK_FRAMES]; /* stream length prefixes: the kernel reads them too */
+	uint32_t *hdr; /* SK_FRAMES stream length prefixes: the kernel reads them too */
 	/* uring: the message lives until the send's result */
 	struct msghdr msg;
 	struct iovec *iov; /* SK_IOV of them, uring only */
@@ -57,6 +59,7 @@ struct sk_rec {
 /* the sends in flight: ids tail .. head-1, in a ring of records */
 struct sk_track {
 	struct sk_rec *rec;
+	struct uskb_page *hdrs; /* the records' length prefixes: page memory, which uring registers */
 	unsigned int mask;
 	uint32_t head, tail;
 	unsigned int live;  /* records not yet completed */
@@ -91,7 +94,7 @@ struct sk_dev {
 	bool nozc_once;	 /* ENOBUFS: the next send goes by copy */
 	struct udp_batch *ub;
 	/* counters of the sending thread, published into queue 0's */
-	uint64_t zc_done, zc_copied, zc_fallback;
+	uint64_t zc_done, zc_copied, zc_fallback, zc_fixed;
 	/* receive */
 	struct sk_rx *rx;    /* udp: the slots datagrams land in (sock_rx.c) */
 	unsigned char *rbuf; /* stream: bytes read, not yet framed */

@@ -145,6 +145,8 @@ int __uskb_sk_parse_spec(struct sk_opts *o, enum sk_kind kind, const char *arg)
 			o->mode = SK_URING;
 		} else if (!strcmp(opt, "gso")) {
 			o->gso = true;
+		} else if (!strcmp(opt, "nofixed")) {
+			o->nofixed = true;
 		} else if (!strcmp(opt, "listen")) {
 			o->listen = true;
 		} else if (!strncmp(opt, "local=", 6)) {
@@ -169,10 +171,13 @@ int __uskb_sk_parse_spec(struct sk_opts *o, enum sk_kind kind, const char *arg)
 						       o->text, opt + 9);
 		} else {
 			return __uskb_dev_fail(EINVAL, "%s: unknown option \"%s\" (copy, zc, uring, "
-					       "gso, listen, local=HOST:PORT, copybreak=BYTES, "
-					       "inflight=BYTES)", o->text, opt);
+					       "nofixed, gso, listen, local=HOST:PORT, "
+					       "copybreak=BYTES, inflight=BYTES)", o->text, opt);
 		}
 	}
+	if (o->nofixed && o->mode != SK_URING)
+		return __uskb_dev_fail(EINVAL, "%s: nofixed is for uring (registered buffers)",
+				       o->text);
 	if (o->gso && kind != SK_UDP)
 		return __uskb_dev_fail(EINVAL, "%s: gso is for udp: (UDP_SEGMENT)", o->text);
 	if (o->has_local && o->listen)

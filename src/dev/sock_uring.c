@@ -6,6 +6,14 @@
  * kernel is done with the memory; only then are the record's skbs freed.
  * IORING_SEND_ZC_REPORT_USAGE makes the notification say whether the kernel
  * copied after all. Notifications come one per send, in any order.
+ *
+ * Registered buffers: the kernel pins the pages of every zero-copy send
+ * unless they are registered with the ring beforehand. All memory uskb hands
+ * out (skb heads, page frags, the zero page) lies in the mem layer's window
+ * of arenas, mapped for the life of the process; it is registered in slots
+ * of 1 GiB (the kernel's limit for one buffer), each grown as the window
+ * grows, and a send whose iovecs all lie in one slot goes as a fixed-buffer
+ * send. Others (user memory, arenas outside the window) go as before.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,10 +36,16 @@
 #endif
 
 #define RING_ENTRIES 256
+/* registered buffers: slots of the window, the most one buffer may span */
+#define FIX_SHIFT 30
+#define FIX_SLOTS 16
 
 struct sk_uring {
 	struct io_uring ring;
 	bool report; /* IORING_SEND_ZC_REPORT_USAGE works: notifications say "copied" */
+	bool fixed;  /* the window is (being) registered */
+	bool vec_fixed; /* sendmsg_zc takes a registered buffer too (Linux 6.15) */
+	size_t reg[FIX_SLOTS]; /* bytes of each slot registered, from its start */
 };
 
 /*
@@ -69,6 +83,132 @@ static bool probe_report_usage(struct io_uring *ring)
 	return res != -EINVAL;
 }
 
+/*
+ * Whether sendmsg_zc takes IORING_RECVSEND_FIXED_BUF: a one-byte send from a
+ * buffer registered in slot 0 on an unconnected socket fails with a
+ * destination error where it does, EINVAL where it does not.
+ */
+static bool probe_vec_fixed(struct io_uring *ring)
+{
+	static char byte;
+	struct iovec iov = { &byte, 1 }, none = { NULL, 0 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res = -EINVAL;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	__u64 tag = 0;
+
+	if (fd < 0 || io_uring_register_buffers_update_tag(ring, 0, &iov, &tag, 1) != 1) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	sqe = io_uring_get_sqe(ring);
+	io_uring_prep_sendmsg_zc(sqe, fd, &msg, 0);
+	sqe->ioprio |= IORING_RECVSEND_FIXED_BUF;
+	sqe->buf_index = 0;
+	io_uring_submit(ring);
+	for (;;) {
+		bool more;
+
+		if (io_uring_wait_cqe(ring, &cqe))
+			break;
+		if (!(cqe->flags & IORING_CQE_F_NOTIF))
+			res = cqe->res;
+		more = cqe->flags & IORING_CQE_F_MORE;
+		io_uring_cqe_seen(ring, cqe);
+		if (!more)
+			break;
+	}
+	close(fd);
+	io_uring_register_buffers_update_tag(ring, 0, &none, &tag, 1);
+	return res != -EINVAL && res != -EFAULT;
+}
+
+struct fix_reg {
+	struct io_uring *ring;
+	unsigned int slot;
+	struct iovec iov;
+};
+
+static int fix_register_cb(void *arg)
+{
+	struct fix_reg *f = arg;
+	__u64 tag = 0;
+	int n = io_uring_register_buffers_update_tag(f->ring, f->slot, &f->iov, &tag, 1);
+
+	return n == 1 ? 0 : n < 0 ? n : -EIO;
+}
+
+/* register @slot of the window (@wb, @wlen bytes) as far as the window goes; false: cannot */
+static bool fix_register(struct sk_dev *s, char *wb, size_t wlen, unsigned int slot)
+{
+	size_t start = (size_t)slot << FIX_SHIFT, len = wlen - start;
+	struct fix_reg f = { &s->ur->ring, slot, { wb + start, 0 } };
+	int err;
+
+	if (len > (size_t)1 << FIX_SHIFT)
+		len = (size_t)1 << FIX_SHIFT;
+	f.iov.iov_len = len;
+	err = uskb_page_window_pin(fix_register_cb, &f);
+	if (err) {
+		/*
+		 * RLIMIT_MEMLOCK without CAP_IPC_LOCK, say: sends pin their
+		 * pages, as without registration (tx_zc_fixed stays put)
+		 */
+		s->ur->fixed = false;
+		return false;
+	}
+	s->ur->reg[slot] = len;
+	return true;
+}
+
+/* the registered buffer that holds all of @r's iovecs (registering it as needed), or -1 */
+static int fix_index(struct sk_dev *s, const struct sk_rec *r)
+{
+	size_t wlen, need = 0;
+	char *wb = uskb_page_window(&wlen);
+	int slot = -1;
+
+	if (!wb)
+		return -1;
+	for (size_t i = 0; i < r->msg.msg_iovlen; i++) {
+		const struct iovec *v = &r->msg.msg_iov[i];
+		uintptr_t off = (uintptr_t)v->iov_base - (uintptr_t)wb, end;
+
+		if (!v->iov_len)
+			continue;
+		if ((uintptr_t)v->iov_base < (uintptr_t)wb || off >= wlen || v->iov_len > wlen - off)
+			return -1;
+		end = off + v->iov_len;
+		/* one buffer for all: no iovec across a slot's end, none in another slot */
+		if ((end - 1) >> FIX_SHIFT != off >> FIX_SHIFT ||
+		    (slot >= 0 && (int)(off >> FIX_SHIFT) != slot))
+			return -1;
+		slot = (int)(off >> FIX_SHIFT);
+		end -= (size_t)slot << FIX_SHIFT;
+		if (end > need)
+			need = end;
+	}
+	if (slot < 0 || slot >= FIX_SLOTS)
+		return -1;
+	if (need > s->ur->reg[slot]) {
+		size_t reg = s->ur->reg[slot], avail = wlen - ((size_t)slot << FIX_SHIFT);
+
+		/*
+		 * Registration pins the whole slot again: only when the window
+		 * grew by an eighth since (linear cost in all), else this send
+		 * goes without.
+		 */
+		if (avail > (size_t)1 << FIX_SHIFT)
+			avail = (size_t)1 << FIX_SHIFT;
+		if ((avail - reg) * 8 < reg || !fix_register(s, wb, wlen, (unsigned int)slot) ||
+		    need > s->ur->reg[slot])
+			return -1;
+	}
+	return slot;
+}
+
 int __uskb_sk_uring_init(struct sk_dev *s)
 {
 	struct sk_uring *ur = calloc(1, sizeof(*ur));
@@ -94,6 +234,10 @@ int __uskb_sk_uring_init(struct sk_dev *s)
 	io_uring_free_probe(probe);
 	/* without it the kernel's copies cannot be seen: counted as not copied, no fallback */
 	ur->report = probe_report_usage(&ur->ring);
+	/* a table of empty slots, filled as sends need them (Linux 5.19) */
+	ur->fixed = !s->o.nofixed && !io_uring_register_buffers_sparse(&ur->ring, FIX_SLOTS);
+	if (ur->fixed)
+		ur->vec_fixed = probe_vec_fixed(&ur->ring);
 	s->ur = ur;
 	return 0;
 }
@@ -109,6 +253,8 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 {
 	struct io_uring *ring = &s->ur->ring;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	bool single = r->msg.msg_iovlen == 1 && !r->msg.msg_control && !r->msg.msg_name;
+	int fix = s->ur->fixed && (single || s->ur->vec_fixed) ? fix_index(s, r) : -1;
 
 	if (!sqe) {
 		io_uring_submit(ring);
@@ -116,13 +262,18 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 		if (!sqe)
 			return -EBUSY;
 	}
-	if (r->msg.msg_iovlen == 1 && !r->msg.msg_control && !r->msg.msg_name)
+	if (single)
 		io_uring_prep_send_zc(sqe, s->fd, r->msg.msg_iov[0].iov_base, r->msg.msg_iov[0].iov_len,
 				      MSG_NOSIGNAL | flags, 0);
 	else
 		io_uring_prep_sendmsg_zc(sqe, s->fd, &r->msg, MSG_NOSIGNAL | flags);
 	if (s->ur->report)
 		sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
+	if (fix >= 0) {
+		sqe->ioprio |= IORING_RECVSEND_FIXED_BUF;
+		sqe->buf_index = (__u16)fix;
+		r->fixed = true;
+	}
 	io_uring_sqe_set_data64(sqe, s->t.head); /* the id the record is pushed under */
 	r->gen = s->conn_gen;
 	s->ur_pending++;

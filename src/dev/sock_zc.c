@@ -20,13 +20,21 @@
 
 int __uskb_sk_track_init(struct sk_track *t, unsigned int n, bool with_iov)
 {
-	unsigned int i;
+	size_t hbytes = (size_t)n * SK_FRAMES * sizeof(uint32_t);
+	unsigned int i, order = 0;
 
 	memset(t, 0, sizeof(*t));
+	while (((size_t)USKB_PAGE_SIZE << order) < hbytes)
+		order++;
 	t->rec = calloc(n, sizeof(*t->rec));
-	if (!t->rec)
+	t->hdrs = order <= USKB_PAGE_MAX_ORDER ? uskb_page_alloc(order) : NULL;
+	if (!t->rec || !t->hdrs) {
+		__uskb_sk_track_fini(t);
 		return -ENOMEM;
+	}
 	t->mask = n - 1;
+	for (i = 0; i < n; i++)
+		t->rec[i].hdr = (uint32_t *)uskb_page_address(t->hdrs) + (size_t)i * SK_FRAMES;
 	if (with_iov) {
 		for (i = 0; i < n; i++) {
 			t->rec[i].iov = calloc(SK_IOV, sizeof(struct iovec));
@@ -43,6 +51,9 @@ void __uskb_sk_track_fini(struct sk_track *t)
 {
 	unsigned int i;
 
+	if (t->hdrs)
+		uskb_page_put(t->hdrs);
+	t->hdrs = NULL;
 	if (!t->rec)
 		return;
 	for (i = 0; i <= t->mask; i++)
@@ -90,8 +101,11 @@ static void complete_one(struct sk_dev *s, struct sk_rec *r, bool copied)
 			mark_copied(r->skb[i]);
 		uskb_consume(r->skb[i]);
 	}
+	if (r->fixed)
+		s->zc_fixed += r->n;
 	s->t.bytes -= r->bytes;
 	s->t.live--;
+	r->fixed = false;
 	r->n = 0;
 	r->bytes = 0;
 	r->live = false;
@@ -186,4 +200,5 @@ void __uskb_sk_publish(struct sk_dev *s)
 	__atomic_store_n(&q->tx_zc, s->zc_done, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->tx_zc_copied, s->zc_copied, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->tx_zc_fallback, s->zc_fallback, __ATOMIC_RELAXED);
+	__atomic_store_n(&q->tx_zc_fixed, s->zc_fixed, __ATOMIC_RELAXED);
 }

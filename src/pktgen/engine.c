@@ -372,6 +372,7 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 				st->zc_sent = ds.tx_zc;
 				st->zc_copied = ds.tx_zc_copied;
 				st->zc_fallback = ds.tx_zc_fallback;
+				st->zc_fixed = ds.tx_zc_fixed;
 				st->zerocopy = d->nd->dev->features & USKB_DEV_F_ZEROCOPY;
 			}
 			st->elapsed_ns = started && stop > started ? stop - started : 0;

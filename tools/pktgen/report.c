@@ -231,8 +231,9 @@ static void report(void)
 			/* lines of our own after the kernel's */
 			if (st.zerocopy && (st.zc_sent || st.zc_copied))
 				printf("Zero copy: %" PRIu64 " sends completed without a copy, %" PRIu64
-				       " copied by the kernel, %" PRIu64 " fallbacks to copy\n",
-				       st.zc_sent, st.zc_copied, st.zc_fallback);
+				       " copied by the kernel, %" PRIu64 " fallbacks to copy, %" PRIu64
+				       " frames from registered buffers\n",
+				       st.zc_sent, st.zc_copied, st.zc_fallback, st.zc_fixed);
 			continue;
 		}
 		/* the figures of the result line itself */
@@ -263,7 +264,8 @@ static void report(void)
 			printf(", \"peer_received\": %lld", veth_peer_received());
 		if (st.zerocopy)
 			printf(", \"zc_sent\": %" PRIu64 ", \"zc_copied\": %" PRIu64
-			       ", \"zc_fallback\": %" PRIu64, st.zc_sent, st.zc_copied, st.zc_fallback);
+			       ", \"zc_fallback\": %" PRIu64 ", \"zc_fixed\": %" PRIu64, st.zc_sent,
+			       st.zc_copied, st.zc_fallback, st.zc_fixed);
 		/* the process's, the same in every object */
 		printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, \"cpu_s_per_gb\": %.4f}\n", user,
 		       sys, per_gb(user + sys, all_bytes));
