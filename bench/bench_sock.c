@@ -5,14 +5,20 @@
  *   bench_sock IMPL MODE SIZE SECS
  * IMPL raw (a bare loop on the socket), rawiov (the same, but a GSO send
  * as an iovec per frame, the sends a device of frames makes) or uskb (skbs whose frags are the
- * area's memory, attached as user buffers, through the udp: device); MODE
- * copy, zc (MSG_ZEROCOPY) or uring (io_uring send_zc, 32 sends in flight);
+ * area's memory, attached as user buffers, through the udp: device); rawpg
+ * and uskbpg: the same on an area of uskb page blocks (512 of 1 MiB), which
+ * rawpg registers with its ring (uskb_page_window) and sends from with
+ * send_zc_fixed in uring mode, and which the udp: device registers itself;
+ * MODE copy, zc (MSG_ZEROCOPY), uring (io_uring send_zc, 32 sends in flight;
+ * from registered buffers on the page blocks) or uring-nofixed (never registered);
  * SIZE 1500 or 9000 (one datagram a send) or 64k (UDP_SEGMENT: 44
  * datagrams of 1472 bytes a send). Sends to 198.18.0.2:9: run it in the
  * namespace of scripts/netns-veth.sh up -s, whose tc egress program drops
  * everything without a copy (bench/sock does). Prints "key value" lines:
  * gbps (payload GB/s), cpu_per_gb (CPU-seconds per GB: user + system),
- * sends, copied (sends the kernel reported copied).
+ * sends, copied (sends the kernel reported copied), errors (failed sends,
+ * not in sends), fixed (sends, or the device's frames, from registered
+ * buffers).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,17 +51,45 @@
 
 static unsigned char *area;
 static size_t off;
-static unsigned long sends, copied;
+static unsigned long sends, copied, errs, nfixed;
+
+/* the area as uskb page blocks: chunks never cross one */
+#define BLK_ORDER 8
+#define BLK_SIZE ((size_t)USKB_PAGE_SIZE << BLK_ORDER)
+#define NBLK (AREA / BLK_SIZE)
+static struct uskb_page *blk[NBLK];
+static size_t bi;
 
 static unsigned char *next_chunk(size_t len)
 {
 	unsigned char *p;
 
-	if (off + len > AREA)
-		off = 0;
-	p = area + off;
+	if (blk[0]) {
+		if (off + len > BLK_SIZE) {
+			off = 0;
+			bi = (bi + 1) % NBLK;
+		}
+		p = (unsigned char *)uskb_page_address(blk[bi]) + off;
+	} else {
+		if (off + len > AREA)
+			off = 0;
+		p = area + off;
+	}
 	off += len;
 	return p;
+}
+
+/* rawpg: the window of uskb's pages as the ring's buffer 0 */
+struct win_reg {
+	struct io_uring *ring;
+	struct iovec iov;
+};
+
+static int win_register(void *arg)
+{
+	struct win_reg *w = arg;
+
+	return io_uring_register_buffers(w->ring, &w->iov, 1);
 }
 
 static double cpu_s(void)
@@ -118,7 +152,8 @@ static struct iovec uiov[QD2][44];
 
 static int raw_run(const char *mode, size_t len, bool gso, double secs)
 {
-	bool zc = !strcmp(mode, "zc"), ur = !strcmp(mode, "uring");
+	bool zc = !strcmp(mode, "zc"), ur = !strncmp(mode, "uring", 5);
+	bool fixed = ur && blk[0] && strcmp(mode, "uring-nofixed");
 	int fd = raw_socket(len, gso, zc);
 	double end = bench_now_ns() + secs * 1e9;
 	unsigned long outstanding = 0;
@@ -128,6 +163,23 @@ static int raw_run(const char *mode, size_t len, bool gso, double secs)
 		return -1;
 	if (ur && io_uring_queue_init(64, &ring, 0))
 		return -1;
+	if (fixed) {
+		struct win_reg w = { &ring, { NULL, 0 } };
+		int e;
+
+		w.iov.iov_base = uskb_page_window(&w.iov.iov_len);
+		if (!w.iov.iov_base || (uintptr_t)uskb_page_address(blk[NBLK - 1]) + BLK_SIZE >
+					       (uintptr_t)w.iov.iov_base + w.iov.iov_len) {
+			fprintf(stderr, "bench_sock: the page blocks lie outside uskb's window\n");
+			errno = ERANGE;
+			return -1;
+		}
+		e = uskb_page_window_pin(win_register, &w);
+		if (e) {
+			errno = -e;
+			return -1;
+		}
+	}
 	while (bench_now_ns() < end) {
 		if (ur) {
 			struct io_uring_cqe *cqe;
@@ -148,6 +200,12 @@ static int raw_run(const char *mode, size_t len, bool gso, double secs)
 						uiov[sends % QD2][f].iov_len = SEG;
 					}
 					io_uring_prep_sendmsg_zc(sqe, fd, m, 0);
+					if (fixed) { /* Linux 6.15: the iovecs lie in buffer 0 */
+						sqe->ioprio |= IORING_RECVSEND_FIXED_BUF;
+						sqe->buf_index = 0;
+					}
+				} else if (fixed) {
+					io_uring_prep_send_zc_fixed(sqe, fd, p, len, 0, 0, 0);
 				} else {
 					io_uring_prep_send_zc(sqe, fd, p, len, 0, 0);
 				}
@@ -164,6 +222,8 @@ static int raw_run(const char *mode, size_t len, bool gso, double secs)
 				} else if (!(cqe->flags & IORING_CQE_F_MORE)) {
 					outstanding--;
 				}
+				if (!(cqe->flags & IORING_CQE_F_NOTIF) && cqe->res < 0)
+					errs++;
 			}
 			io_uring_cq_advance(&ring, n);
 			continue;
@@ -200,6 +260,9 @@ static int raw_run(const char *mode, size_t len, bool gso, double secs)
 		}
 	if (ur)
 		io_uring_queue_exit(&ring);
+	sends -= errs; /* failed sends carried nothing */
+	if (fixed)
+		nfixed = sends;
 	close(fd);
 	return 0;
 }
@@ -232,7 +295,8 @@ static int uskb_run(const char *mode, size_t len, bool gso, double secs)
 	unsigned int nub = 0, n = gso ? 44 : 32;
 	size_t flen = gso ? SEG : len;
 
-	snprintf(spec, sizeof(spec), "udp:198.18.0.2:9,%s%s,copybreak=0", mode, gso ? ",gso" : "");
+	snprintf(spec, sizeof(spec), "udp:198.18.0.2:9,%s%s,copybreak=0",
+		 strcmp(mode, "uring-nofixed") ? mode : "uring,nofixed", gso ? ",gso" : "");
 	dev = uskb_dev_open(spec);
 	if (!dev) {
 		fprintf(stderr, "bench_sock: %s: %s\n", spec, uskb_dev_strerror());
@@ -245,9 +309,19 @@ static int uskb_run(const char *mode, size_t len, bool gso, double secs)
 
 		/* 64k: 44 frames on one user buffer (one send); else 32 frames of one each */
 		for (unsigned int i = 0; i < n; i++) {
-			struct ub *b = &pool[nub % POOL];
+			struct ub *b;
 			struct iovec iov = { next_chunk(flen), flen };
 
+			v[i] = uskb_alloc(0);
+			if (blk[0]) { /* a frag of a page block: its reference goes with the skb */
+				struct uskb_page *pg = blk[bi];
+
+				uskb_page_get(pg);
+				uskb_add_rx_frag(v[i], 0, pg,
+						 (int)((char *)iov.iov_base - (char *)uskb_page_address(pg)),
+						 (int)flen, (unsigned int)flen);
+				continue;
+			}
 			if (!i || !gso) {
 				if (i)
 					uskb_zcopy_put(&pool[(nub - 1) % POOL].u);
@@ -259,11 +333,11 @@ static int uskb_run(const char *mode, size_t len, bool gso, double secs)
 			} else {
 				b = &pool[(nub - 1) % POOL];
 			}
-			v[i] = uskb_alloc(0);
 			if (uskb_zerocopy_attach(v[i], &iov, 1, &b->u, 0))
 				abort();
 		}
-		uskb_zcopy_put(&pool[(nub - 1) % POOL].u);
+		if (!blk[0])
+			uskb_zcopy_put(&pool[(nub - 1) % POOL].u);
 		while (done < (int)n) {
 			uskb_dev_xmit(dev, 0, v + done, (int)n - done, res + done);
 			while (done < (int)n && res[done] != USKB_XMIT_BUSY)
@@ -272,6 +346,15 @@ static int uskb_run(const char *mode, size_t len, bool gso, double secs)
 				uskb_dev_flush(dev, 0);
 		}
 		sends += gso ? 1 : n;
+	}
+	uskb_dev_flush(dev, 0);
+	{ /* what the device completed so far (the rest completes at close) */
+		struct uskb_dev_stats ds;
+
+		uskb_dev_get_stats(dev, -1, &ds);
+		nfixed = ds.tx_zc_fixed;
+		if (blk[0])
+			copied = ds.tx_zc_copied;
 	}
 	uskb_dev_close(dev); /* waits for what the kernel holds */
 	return 0;
@@ -286,7 +369,8 @@ int main(int argc, char **argv)
 	int err;
 
 	if (argc != 5) {
-		fprintf(stderr, "usage: bench_sock raw|rawiov|uskb copy|zc|uring 1500|9000|64k SECS\n");
+		fprintf(stderr, "usage: bench_sock raw|rawiov|uskb|rawpg|uskbpg "
+				"copy|zc|uring|uring-nofixed 1500|9000|64k SECS\n");
 		return 2;
 	}
 	impl = argv[1];
@@ -294,13 +378,24 @@ int main(int argc, char **argv)
 	gso = !strcmp(argv[3], "64k");
 	len = gso ? 44 * SEG : (size_t)atol(argv[3]);
 	secs = atof(argv[4]);
-	area = mmap(NULL, AREA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (area == MAP_FAILED)
-		return 1;
-	memset(area, 0x5a, AREA); /* faulted in, then cold: the walk leaves the cache behind */
+	if (strstr(impl, "pg")) {
+		for (size_t i = 0; i < NBLK; i++) {
+			blk[i] = uskb_page_alloc(BLK_ORDER);
+			if (!blk[i])
+				return 1;
+			memset(uskb_page_address(blk[i]), 0x5a, BLK_SIZE);
+		}
+	} else {
+		area = mmap(NULL, AREA, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (area == MAP_FAILED)
+			return 1;
+		/* faulted in, then cold: the walk leaves the cache behind */
+		memset(area, 0x5a, AREA);
+	}
 	t0 = bench_now_ns();
 	c0 = cpu_s();
-	per_frame_iov = !strcmp(impl, "rawiov");
+	per_frame_iov = strstr(impl, "iov");
 	err = strncmp(impl, "raw", 3) ? uskb_run(mode, len, gso, secs) : raw_run(mode, len, gso, secs);
 	t = (bench_now_ns() - t0) / 1e9;
 	c = cpu_s() - c0;
@@ -308,8 +403,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_sock: %s %s %s failed: %s\n", impl, mode, argv[3], strerror(errno));
 		return 1;
 	}
-	printf("gbps %.3f\ncpu_per_gb %.4f\nsends %lu\ncopied %lu\n",
+	for (size_t i = 0; i < NBLK && blk[i]; i++)
+		uskb_page_put(blk[i]);
+	printf("gbps %.3f\ncpu_per_gb %.4f\nsends %lu\ncopied %lu\nerrors %lu\nfixed %lu\n",
 	       (double)sends * (double)len / t / 1e9, c / ((double)sends * (double)len / 1e9), sends,
-	       copied);
+	       copied, errs, nfixed);
 	return uskb_stats_all_freed() ? 0 : 1;
 }
