@@ -110,7 +110,8 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/dev/xdp.o: LIBFLAGS += $(XDP_CFLAGS)
-$(BUILD)/obj/dev/sock_uring.o: LIBFLAGS += $(URING_CFLAGS)
+# the uring send (sock_uring.c) and the uring receive (sock_rx.c)
+$(BUILD)/obj/dev/sock_uring.o $(BUILD)/obj/dev/sock_rx.o: LIBFLAGS += $(URING_CFLAGS)
 
 $(BUILD)/%.a:
 	$(call quiet,AR,$@)
