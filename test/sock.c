@@ -483,12 +483,15 @@ static int raw_connect(const char *kind, int port_off)
 	return fd;
 }
 
+/* the options of the listening (receiving) side of the stream tests */
+static const char *lopts = ",listen";
+
 static void test_stream(const char *kind, const char *opts)
 {
 	char rs[128], ts[128], what[300];
 	struct uskb_dev *rx, *tx;
 
-	stream_spec(rs, sizeof(rs), kind, 10, ",listen");
+	stream_spec(rs, sizeof(rs), kind, 10, lopts);
 	stream_spec(ts, sizeof(ts), kind, 10, opts);
 	rx = uskb_dev_open(rs);
 	tx = rx ? uskb_dev_open(ts) : NULL;
@@ -521,7 +524,7 @@ static void test_split_reads(const char *kind)
 	char rs[128], e[192];
 	int fd;
 
-	stream_spec(rs, sizeof(rs), kind, 11, ",listen");
+	stream_spec(rs, sizeof(rs), kind, 11, lopts);
 	rx = uskb_dev_open(rs);
 	CHECK(rx);
 	if (!rx)
@@ -559,6 +562,68 @@ static void test_split_reads(const char *kind)
 			uskb_free(got);
 	}
 	close(fd);
+	uskb_dev_close(rx);
+}
+
+/*
+ * tcp, uring receive: a frame whole in a chunk of the stream stays in the
+ * slot the kernel wrote it to; skbs held past half the slots are copied out
+ * and stay intact; one written in pieces (the length split too) is put
+ * together; closing with skbs out copies them out first.
+ */
+static void test_stream_rx_slots(void)
+{
+	enum { N = 60, LEN = 3000 };
+	static unsigned char want[N][LEN], bytes[4 + LEN];
+	struct uskb *held[N];
+	struct uskb_dev *rx;
+	char rs[128];
+	int fd, i, got = 0, nonlinear = 0;
+
+	stream_spec(rs, sizeof(rs), "tcp", 17, ",listen,uring");
+	rx = uskb_dev_open(rs);
+	CHECK(rx);
+	if (!rx)
+		return;
+	fd = raw_connect("tcp", 17);
+	CHECK(fd >= 0);
+	for (i = 0; i < N && fd >= 0; i++) {
+		uint32_t be = htonl(LEN);
+
+		t_fill(want[i], LEN, 700 + (unsigned int)i);
+		memcpy(bytes, &be, 4);
+		memcpy(bytes + 4, want[i], LEN);
+		CHECK_EQ(write(fd, bytes, sizeof(bytes)), (long)sizeof(bytes));
+		held[got] = recv_one(rx, 2000); /* kept: the slots run short */
+		if (held[got]) {
+			nonlinear += uskb_is_nonlinear(held[got]);
+			got++;
+		}
+	}
+	CHECK_EQ(got, N);
+	CHECK(nonlinear > 0); /* frames stayed in their slots */
+	CHECK(dev_stat(rx, rx_orphaned) > 0); /* more than half the slots held: copied out */
+	for (i = 0; i < got; i++) {
+		CHECK(t_skb_equals(held[i], want[i], LEN));
+		uskb_free(held[i]);
+	}
+	/* in pieces: two bytes of the length, then the rest of it and some, then the rest */
+	if (fd >= 0) {
+		CHECK_EQ(write(fd, bytes, 2), 2);
+		CHECK(!recv_one(rx, 100));
+		CHECK_EQ(write(fd, bytes + 2, 1000), 1000);
+		CHECK(!recv_one(rx, 100));
+		CHECK_EQ(write(fd, bytes + 1002, sizeof(bytes) - 1002), (long)sizeof(bytes) - 1002);
+		held[0] = recv_one(rx, 2000);
+		CHECK(held[0] && t_skb_equals(held[0], want[N - 1], LEN));
+		/* held while the device closes: copied out first */
+		uskb_dev_close(rx);
+		rx = NULL;
+		CHECK(held[0] && t_skb_equals(held[0], want[N - 1], LEN));
+		if (held[0])
+			uskb_free(held[0]);
+		close(fd);
+	}
 	uskb_dev_close(rx);
 }
 
@@ -640,7 +705,7 @@ static void test_reconnect(const char *kind)
 	unsigned char want[500];
 	int got = 0;
 
-	stream_spec(rs, sizeof(rs), kind, 14, ",listen");
+	stream_spec(rs, sizeof(rs), kind, 14, lopts);
 	stream_spec(ts, sizeof(ts), kind, 14, "");
 	rx = uskb_dev_open(rs);
 	CHECK(rx);
@@ -749,7 +814,7 @@ static void test_backpressure(const char *kind, const char *opts)
 	pthread_t th;
 	long busy = 0;
 
-	stream_spec(rs, sizeof(rs), kind, 15, ",listen");
+	stream_spec(rs, sizeof(rs), kind, 15, lopts);
 	stream_spec(ts, sizeof(ts), kind, 15, opts);
 	r.rx = uskb_dev_open(rs);
 	tx = r.rx ? uskb_dev_open(ts) : NULL;
@@ -1004,6 +1069,15 @@ int main(int argc, char **argv)
 	test_listen_zc_reconnect();
 	test_backpressure("tcp", ",zc,copybreak=0");
 	test_backpressure("tcp", ",uring,copybreak=0");
+	/* the receiving side in uring mode: multishot receive into slots */
+	lopts = ",listen,uring";
+	test_stream("tcp", "");
+	test_stream("tcp", ",uring,copybreak=0");
+	test_split_reads("tcp");
+	test_reconnect("tcp");
+	test_backpressure("tcp", "");
+	lopts = ",listen";
+	test_stream_rx_slots();
 
 	/* the sink: root, a network namespace of our own, bpf/tc_drop.o */
 	snprintf(tc_obj, sizeof(tc_obj), "%s", argv[0]);

@@ -10,7 +10,8 @@
  *   zc          MSG_ZEROCOPY: the kernel reads the frames where they are, and
  *               the skbs are held until its notification covers their send
  *   uring       io_uring send_zc / sendmsg_zc, the same holding rule; sends
- *               from uskb's memory use it registered with the ring
+ *               from uskb's memory use it registered with the ring; receive
+ *               (udp, tcp) by multishot recv into slots that skbs keep
  *   nofixed     uring: register no memory (each send pins its pages)
  *   gso         udp: a run of equal-size frames goes as one UDP_SEGMENT send
  *   listen      tcp, unix: wait for the peer to connect (a new one may come
@@ -54,7 +55,6 @@
 /* udp receive buffer (SO_RCVBUFFORCE as root, else up to rmem_max) */
 #define RX_RCVBUF (8 << 20)
 /* stream receive buffer: room for two of the longest frames and then some */
-#define RX_STREAM_BUF (4 * SK_STREAM_FRAME_MAX)
 /* how long close waits for the kernel to finish with what it holds */
 #define CLOSE_WAIT_MS 2000
 /* a tcp client's connect */
@@ -180,7 +180,7 @@ static int sock_open(struct sk_dev *s)
 }
 
 /* listen: take a waiting peer, waiting up to @wait_ms; true when connected */
-static bool sk_accept(struct sk_dev *s, int wait_ms)
+bool __uskb_sk_accept(struct sk_dev *s, int wait_ms)
 {
 	struct pollfd pfd = { .fd = s->lfd, .events = POLLIN };
 	int fd;
@@ -244,7 +244,7 @@ static void close_now(struct sk_dev *s)
 }
 
 /* the connection is gone (@err from a send or a read) */
-static void conn_lost(struct sk_dev *s, int err, const char *what)
+void __uskb_sk_conn_lost(struct sk_dev *s, int err, const char *what)
 {
 	/* what the kernel held of this connection completes: its socket goes */
 	if (s->ur)
@@ -358,7 +358,7 @@ static void ur_reap(struct sk_dev *s, int wait_ms)
 		int e = s->ur_err;
 
 		s->ur_err = 0;
-		conn_lost(s, e, "io_uring send");
+		__uskb_sk_conn_lost(s, e, "io_uring send");
 	}
 }
 
@@ -723,7 +723,7 @@ static bool push_part(struct sk_dev *s)
 	w = sendmsg(s->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL | zc);
 	if (w < 0) {
 		if (conn_gone_errno(errno))
-			conn_lost(s, errno, "send");
+			__uskb_sk_conn_lost(s, errno, "send");
 		else if (errno == ENOBUFS && zc)
 			reap(s, true);
 		return false;
@@ -747,7 +747,7 @@ static bool stream_ready(struct sk_dev *s, int wait_ms)
 {
 	if (s->fd >= 0)
 		return true;
-	return sk_accept(s, wait_ms);
+	return __uskb_sk_accept(s, wait_ms);
 }
 
 static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
@@ -849,7 +849,7 @@ static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 				return;
 			}
 			if (conn_gone_errno(e)) {
-				conn_lost(s, e, "send");
+				__uskb_sk_conn_lost(s, e, "send");
 				rest(skbs, i, n, res,
 				     uskb_dev_running(s->dev) ? USKB_XMIT_BUSY : USKB_XMIT_DROP);
 				return;
@@ -975,23 +975,12 @@ int __uskb_sk_wait_in(struct sk_dev *s, int timeout_ms)
 	}
 }
 
-static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len)
-{
-	struct uskb *skb = uskb_dev_alloc(len);
-
-	if (!skb)
-		return NULL;
-	uskb_put_data(skb, data, len);
-	__uskb_dev_rx_skb(s->dev, skb);
-	return skb;
-}
-
 /* a peer that breaks the framing: its connection goes, the reason said */
-static void bad_frame(struct sk_dev *s, uint32_t len)
+void __uskb_sk_bad_frame(struct sk_dev *s, uint32_t len)
 {
 	s->rlen = 0;
 	if (s->lfd >= 0) {
-		conn_lost(s, EPROTO, "framing");
+		__uskb_sk_conn_lost(s, EPROTO, "framing");
 		__uskb_dev_error(s->dev, "bad frame length %u from the peer (1 to %u allowed): "
 				 "connection dropped, waiting for the next", len, SK_STREAM_FRAME_MAX);
 	} else {
@@ -999,100 +988,6 @@ static void bad_frame(struct sk_dev *s, uint32_t len)
 				    "allowed): connection dropped", len, SK_STREAM_FRAME_MAX);
 		drain(s, 100);
 		close_now(s);
-	}
-}
-
-/* whole frames out of the bytes read; how many (up to @max) */
-static int stream_frames(struct sk_dev *s, struct uskb **skbs, int max)
-{
-	size_t off = 0;
-	int n = 0;
-
-	while (n < max && s->rlen - off >= 4) {
-		uint32_t len;
-
-		memcpy(&len, s->rbuf + off, 4);
-		len = ntohl(len);
-		if (!len || len > SK_STREAM_FRAME_MAX) {
-			bad_frame(s, len);
-			return n;
-		}
-		if (s->rlen - off < 4 + (size_t)len)
-			break; /* the rest comes with a later read */
-		skbs[n] = rx_copy(s, s->rbuf + off + 4, len);
-		if (skbs[n])
-			n++;
-		else
-			uskb_count_add(&s->dev->qstats[0].rx_dropped, 1);
-		off += 4 + len;
-	}
-	if (off) {
-		memmove(s->rbuf, s->rbuf + off, s->rlen - off);
-		s->rlen -= off;
-	}
-	return n;
-}
-
-static int stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
-{
-	bool waited = false;
-	int n;
-
-	if (!s->rbuf) {
-		s->rcap = RX_STREAM_BUF;
-		s->rbuf = malloc(s->rcap);
-		if (!s->rbuf)
-			return -ENOMEM;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (s->fd < 0) {
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
-			if (waited || !sk_accept(s, timeout_ms))
-				return 0;
-			waited = true;
-		}
-		n = stream_frames(s, skbs, max);
-		if (n)
-			return n;
-		if (s->fd < 0)
-			continue; /* the framing broke: the connection went */
-		if (s->rx_eof) {
-			if (s->rlen)
-				__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes "
-						 "lost)", s->rlen);
-			conn_lost(s, 0, "read");
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
-			continue;
-		}
-		r = read(s->fd, s->rbuf + s->rlen, s->rcap - s->rlen);
-		if (r > 0) {
-			s->rlen += (size_t)r;
-			continue;
-		}
-		if (!r) {
-			s->rx_eof = true;
-			continue;
-		}
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			int w;
-
-			if (waited)
-				return 0;
-			w = __uskb_sk_wait_in(s, timeout_ms);
-			if (w <= 0)
-				return w;
-			waited = true;
-			continue;
-		}
-		if (errno == EINTR)
-			return -EINTR;
-		conn_lost(s, errno, "read");
-		if (!uskb_dev_running(s->dev))
-			return __uskb_dev_rx_down(s->dev);
 	}
 }
 
@@ -1104,7 +999,8 @@ static int sk_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, i
 	(void)queue;
 	if (!uskb_dev_running(dev))
 		return __uskb_dev_rx_down(dev);
-	return s->stream ? stream_rx(s, skbs, max, timeout_ms) : __uskb_sk_udp_rx(s, skbs, max, timeout_ms);
+	return s->stream ? __uskb_sk_stream_rx(s, skbs, max, timeout_ms) :
+			   __uskb_sk_udp_rx(s, skbs, max, timeout_ms);
 }
 
 /* ---- open and close ---- */

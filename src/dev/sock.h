@@ -136,10 +136,18 @@ USKB_HIDDEN int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms);
 
 /* sock_rx.c: udp receive into slots that skbs keep */
 USKB_HIDDEN int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms);
+/* the stream framing: read() and copy, or (uring) chunks in slots that skbs keep */
+USKB_HIDDEN int __uskb_sk_stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms);
 USKB_HIDDEN void __uskb_sk_rx_free(struct sk_dev *s);
 
 /* sock.c */
 USKB_HIDDEN void __uskb_sk_lost(struct sk_dev *s, struct sk_rec *r, int err);
+/* listen: take a waiting peer, waiting up to @wait_ms; true when connected */
+USKB_HIDDEN bool __uskb_sk_accept(struct sk_dev *s, int wait_ms);
+/* the connection is gone (@err from a send or a read; 0: end of stream) */
+USKB_HIDDEN void __uskb_sk_conn_lost(struct sk_dev *s, int err, const char *what);
+/* a peer that breaks the framing (length @len): its connection goes, the reason said */
+USKB_HIDDEN void __uskb_sk_bad_frame(struct sk_dev *s, uint32_t len);
 /*
  * Wait up to @timeout_ms (-1: no limit) for something to read on the
  * socket; unread MSG_ZEROCOPY notifications (POLLERR) are read on the way

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * udp: receive without copying: the kernel writes each datagram into a
+ * Receive. udp: without copying: the kernel writes each datagram into a
  * slot of an area of ours (64 slots of 64 KiB), and the skb keeps the
  * slot as a frag until its last reference goes, under the rules of the
  * packet: and xdp: receive paths (rxzc.c: the first 128 bytes copied into
@@ -10,12 +10,21 @@
  * (one slot a buffer), and a slot given back goes back into that ring.
  * A slot may be given back on any thread: onto rxzc's lock-free stack,
  * which the receiving thread empties.
+ *
+ * tcp: and unix: frame a byte stream (a 4-byte big-endian length before
+ * each frame). In copy and zc mode read() fills a buffer and each frame is
+ * copied out of it. In uring mode (tcp) a multishot receive puts each
+ * chunk of the stream into a slot as above: a frame that lies whole in one
+ * chunk stays there as a frag; the bytes of a frame split across chunks
+ * are gathered into the buffer and that frame is copied.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include <sys/mman.h>
 
 #include "dev/rxzc.h"
@@ -43,6 +52,10 @@ struct sk_rx {
 	struct io_uring ring;
 	bool have_ring, armed;
 	struct io_uring_buf_ring *br;
+	/* stream: the connection the receive is armed on (its user_data), the chunk being framed */
+	uint32_t gen;
+	uint32_t cur;	/* its slot, or RXZC_NONE */
+	unsigned int cur_off, cur_len;
 #endif
 };
 
@@ -103,8 +116,16 @@ static int uring_setup(struct sk_dev *s, struct sk_rx *rx)
 }
 #endif
 
+#ifdef USKB_HAVE_URING
+static void chunk_done(struct sk_rx *rx, uint64_t now);
+#endif
+
 static void rx_free(struct sk_rx *rx)
 {
+#ifdef USKB_HAVE_URING
+	if (rx->zc)
+		chunk_done(rx, uskb_mono_ns());
+#endif
 	if (rx->zc)
 		__uskb_rxzc_destroy(rx->zc); /* copies out what skbs still hold */
 #ifdef USKB_HAVE_URING
@@ -138,12 +159,18 @@ static int rx_setup(struct sk_dev *s)
 		rx->area = NULL;
 		goto fail;
 	}
+#ifdef USKB_HAVE_URING
+	rx->cur = RXZC_NONE;
+#endif
 	rx->zc = __uskb_rxzc_create(SLOTS, SLOT_ORDER, slot_addr, NULL, rx); /* given back: its stack */
 	if (!rx->zc)
 		goto fail;
 #ifdef USKB_HAVE_URING
-	/* a multishot recv gives no sender's address: listen (replies to the last sender) uses recvmmsg */
-	if (s->o.mode == SK_URING && !s->o.listen && (err = uring_setup(s, rx)))
+	/*
+	 * a multishot recv gives no sender's address: a udp listen (replies go
+	 * to the last sender) uses recvmmsg; a stream has one peer
+	 */
+	if (s->o.mode == SK_URING && (s->stream || !s->o.listen) && (err = uring_setup(s, rx)))
 		goto fail;
 #endif
 	for (unsigned int i = 0; i < SLOTS; i++) /* every slot free at first */
@@ -321,4 +348,363 @@ int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_
 		return uring_rx(s, rx, skbs, max, timeout_ms);
 #endif
 	return mmsg_rx(s, rx, skbs, max, timeout_ms);
+}
+
+static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len)
+{
+	struct uskb *skb = uskb_dev_alloc(len);
+
+	if (!skb)
+		return NULL;
+	uskb_put_data(skb, data, len);
+	__uskb_dev_rx_skb(s->dev, skb);
+	return skb;
+}
+
+/* ---- streams ---- */
+
+/* whole frames out of the bytes read; how many (up to @max) */
+static int stream_frames(struct sk_dev *s, struct uskb **skbs, int max)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (n < max && s->rlen - off >= 4) {
+		uint32_t len;
+
+		memcpy(&len, s->rbuf + off, 4);
+		len = ntohl(len);
+		if (!len || len > SK_STREAM_FRAME_MAX) {
+			__uskb_sk_bad_frame(s, len);
+			return n;
+		}
+		if (s->rlen - off < 4 + (size_t)len)
+			break; /* the rest comes with a later read */
+		skbs[n] = rx_copy(s, s->rbuf + off + 4, len);
+		if (skbs[n])
+			n++;
+		else
+			uskb_count_add(&s->dev->qstats[0].rx_dropped, 1);
+		off += 4 + len;
+	}
+	if (off) {
+		memmove(s->rbuf, s->rbuf + off, s->rlen - off);
+		s->rlen -= off;
+	}
+	return n;
+}
+
+static int read_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
+{
+	bool waited = false;
+	int n;
+
+	for (;;) {
+		ssize_t r;
+
+		if (s->fd < 0) {
+			if (!uskb_dev_running(s->dev))
+				return __uskb_dev_rx_down(s->dev);
+			if (waited || !__uskb_sk_accept(s, timeout_ms))
+				return 0;
+			waited = true;
+		}
+		n = stream_frames(s, skbs, max);
+		if (n)
+			return n;
+		if (s->fd < 0)
+			continue; /* the framing broke: the connection went */
+		if (s->rx_eof) {
+			if (s->rlen)
+				__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes "
+						 "lost)", s->rlen);
+			__uskb_sk_conn_lost(s, 0, "read");
+			if (!uskb_dev_running(s->dev))
+				return __uskb_dev_rx_down(s->dev);
+			continue;
+		}
+		r = read(s->fd, s->rbuf + s->rlen, s->rcap - s->rlen);
+		if (r > 0) {
+			s->rlen += (size_t)r;
+			continue;
+		}
+		if (!r) {
+			s->rx_eof = true;
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			int w;
+
+			if (waited)
+				return 0;
+			w = __uskb_sk_wait_in(s, timeout_ms);
+			if (w <= 0)
+				return w;
+			waited = true;
+			continue;
+		}
+		if (errno == EINTR)
+			return -EINTR;
+		__uskb_sk_conn_lost(s, errno, "read");
+		if (!uskb_dev_running(s->dev))
+			return __uskb_dev_rx_down(s->dev);
+	}
+}
+
+#ifdef USKB_HAVE_URING
+/* the chunk being framed is through: its slot goes back once its skbs are gone */
+static void chunk_done(struct sk_rx *rx, uint64_t now)
+{
+	if (rx->cur == RXZC_NONE)
+		return;
+	__uskb_rxzc_done(rx->zc, rx->cur, now);
+	rx->cur = RXZC_NONE;
+}
+
+/*
+ * Frames out of the chunk being framed (and the bytes gathered before it);
+ * how many, up to @max. A frame whole in the chunk stays in its slot; the
+ * start of one that goes on in the next chunk is gathered into s->rbuf.
+ */
+static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int max,
+			uint64_t now)
+{
+	int n = 0;
+
+	while (n < max && rx->cur != RXZC_NONE) {
+		const unsigned char *p = slot_addr(rx, rx->cur) + rx->cur_off;
+		size_t avail = rx->cur_len - rx->cur_off;
+		uint32_t len;
+
+		if (!avail) {
+			chunk_done(rx, now);
+			break;
+		}
+		if (s->rlen) { /* a frame begun in an earlier chunk: gather the rest */
+			uint32_t flen = 0;
+			size_t want = 4, take;
+
+			if (s->rlen >= 4) {
+				memcpy(&flen, s->rbuf, 4);
+				flen = ntohl(flen);
+				want = 4 + (size_t)flen;
+			}
+			take = want - s->rlen < avail ? want - s->rlen : avail;
+			memcpy(s->rbuf + s->rlen, p, take);
+			s->rlen += take;
+			rx->cur_off += (unsigned int)take;
+			if (s->rlen < want)
+				continue; /* the chunk ended first */
+			if (want == 4) { /* the length is whole: is it one? */
+				memcpy(&flen, s->rbuf, 4);
+				flen = ntohl(flen);
+				if (!flen || flen > SK_STREAM_FRAME_MAX) {
+					chunk_done(rx, now);
+					__uskb_sk_bad_frame(s, flen);
+					return n;
+				}
+				continue;
+			}
+			skbs[n] = rx_copy(s, s->rbuf + 4, flen);
+			if (skbs[n])
+				n++;
+			else
+				rx->drops++;
+			s->rlen = 0;
+			continue;
+		}
+		if (avail < 4) { /* the length itself goes on in the next chunk */
+			memcpy(s->rbuf, p, avail);
+			s->rlen = avail;
+			rx->cur_off += (unsigned int)avail;
+			continue;
+		}
+		memcpy(&len, p, 4);
+		len = ntohl(len);
+		if (!len || len > SK_STREAM_FRAME_MAX) {
+			chunk_done(rx, now);
+			__uskb_sk_bad_frame(s, len);
+			return n;
+		}
+		if (avail < 4 + (size_t)len) {
+			memcpy(s->rbuf, p, avail);
+			s->rlen = avail;
+			rx->cur_off += (unsigned int)avail;
+			continue;
+		}
+		skbs[n] = __uskb_rxzc_skb(rx->zc, rx->cur, p + 4, len);
+		if (skbs[n]) {
+			__uskb_dev_rx_skb(s->dev, skbs[n]);
+			n++;
+		} else {
+			rx->drops++;
+		}
+		rx->cur_off += 4 + len;
+	}
+	return n;
+}
+
+/* a stale or unwanted completion's slot back to the ring, unread */
+static void cqe_slot_back(struct sk_rx *rx, const struct io_uring_cqe *cqe)
+{
+	if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+		unsigned int i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+
+		__uskb_rxzc_open(rx->zc, i);
+		__uskb_rxzc_done(rx->zc, i, uskb_mono_ns());
+	}
+}
+
+/*
+ * The receive armed on a connection that went: cancel it and take its last
+ * completions (the request holds the old socket open until then).
+ */
+static void stream_disarm(struct sk_rx *rx)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&rx->ring);
+	uint64_t end = uskb_mono_ns() + 1000000000ull;
+
+	chunk_done(rx, uskb_mono_ns());
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, rx->gen, 0);
+		io_uring_sqe_set_data64(sqe, UINT64_MAX);
+		io_uring_submit(&rx->ring);
+	}
+	while (rx->armed && uskb_mono_ns() < end) {
+		struct __kernel_timespec ts = { 0, 10000000 };
+		struct io_uring_cqe *cqe;
+
+		if (io_uring_wait_cqe_timeout(&rx->ring, &cqe, &ts))
+			continue;
+		if (cqe->user_data == rx->gen && !(cqe->flags & IORING_CQE_F_MORE))
+			rx->armed = false;
+		cqe_slot_back(rx, cqe);
+		io_uring_cqe_seen(&rx->ring, cqe);
+	}
+	rx->armed = false; /* given up waiting: a late completion is told apart by its gen */
+}
+
+static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int max,
+			   int timeout_ms)
+{
+	bool waited = false;
+	int n;
+
+	for (;;) {
+		struct io_uring_cqe *cqe;
+
+		if (rx->armed && (s->fd < 0 || rx->gen != s->conn_gen))
+			stream_disarm(rx);
+		if (s->fd < 0) {
+			if (!uskb_dev_running(s->dev))
+				return __uskb_dev_rx_down(s->dev);
+			if (waited || !__uskb_sk_accept(s, timeout_ms))
+				return 0;
+			waited = true;
+			continue;
+		}
+		n = chunk_frames(s, rx, skbs, max, uskb_mono_ns());
+		if (n)
+			return n;
+		if (s->fd < 0)
+			continue; /* the framing broke: the connection went */
+		if (rx->cur != RXZC_NONE)
+			continue;
+		if (s->rx_eof) {
+			if (s->rlen)
+				__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes "
+						 "lost)", s->rlen);
+			__uskb_sk_conn_lost(s, 0, "read");
+			if (!uskb_dev_running(s->dev))
+				return __uskb_dev_rx_down(s->dev);
+			continue;
+		}
+		if (!rx->armed) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&rx->ring);
+
+			refill(rx);
+			io_uring_prep_recv_multishot(sqe, s->fd, NULL, 0, 0);
+			sqe->flags |= IOSQE_BUFFER_SELECT;
+			sqe->buf_group = BGID;
+			io_uring_sqe_set_data64(sqe, s->conn_gen);
+			io_uring_submit(&rx->ring);
+			rx->gen = s->conn_gen;
+			rx->armed = true;
+		}
+		if (!io_uring_cq_ready(&rx->ring)) {
+			struct __kernel_timespec ts = { timeout_ms / 1000,
+							(long long)(timeout_ms % 1000) * 1000000 };
+			int w;
+
+			if (waited || !timeout_ms)
+				return 0;
+			w = io_uring_wait_cqe_timeout(&rx->ring, &cqe, timeout_ms < 0 ? NULL : &ts);
+			waited = true;
+			if (w == -EINTR)
+				return -EINTR;
+			if (w)
+				return 0;
+		}
+		if (io_uring_peek_cqe(&rx->ring, &cqe))
+			continue;
+		if (cqe->user_data != rx->gen) { /* a cancel's, or a late one of a gone connection */
+			cqe_slot_back(rx, cqe);
+			io_uring_cqe_seen(&rx->ring, cqe);
+			continue;
+		}
+		if (!(cqe->flags & IORING_CQE_F_MORE))
+			rx->armed = false; /* ended: armed again when wanted */
+		if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+			rx->cur = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+			rx->cur_off = 0;
+			rx->cur_len = (unsigned int)cqe->res;
+			__uskb_rxzc_open(rx->zc, rx->cur);
+		} else if (!cqe->res) {
+			s->rx_eof = true;
+		} else if (cqe->res == -ENOBUFS) {
+			/*
+			 * every slot is held: the bytes wait in the socket until
+			 * the next call's patience copies some slots out
+			 */
+			io_uring_cqe_seen(&rx->ring, cqe);
+			return 0;
+		} else if (cqe->res < 0) {
+			int err = -cqe->res;
+
+			io_uring_cqe_seen(&rx->ring, cqe);
+			__uskb_sk_conn_lost(s, err, "io_uring recv");
+			if (!uskb_dev_running(s->dev))
+				return __uskb_dev_rx_down(s->dev);
+			continue;
+		}
+		io_uring_cqe_seen(&rx->ring, cqe);
+	}
+}
+#endif
+
+int __uskb_sk_stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
+{
+	if (!s->rbuf) { /* reads of up to 4 frames (uring: one frame gathered at most) */
+		s->rcap = 4 * SK_STREAM_FRAME_MAX;
+		s->rbuf = malloc(s->rcap);
+		if (!s->rbuf)
+			return -ENOMEM;
+	}
+#ifdef USKB_HAVE_URING
+	if (s->o.mode == SK_URING) {
+		struct sk_rx *rx;
+		int err;
+
+		if (!s->rx && (err = rx_setup(s)))
+			return err;
+		rx = s->rx;
+		rxzc_tune(rx->zc, s->dev->rx_patience_ms);
+		__uskb_rxzc_patience(rx->zc, uskb_mono_ns(), SLOTS / 2);
+		refill(rx);
+		err = uring_stream_rx(s, rx, skbs, max, timeout_ms);
+		publish(s, rx);
+		return err;
+	}
+#endif
+	return read_rx(s, skbs, max, timeout_ms);
 }
