@@ -130,7 +130,7 @@ USKB_API void *uskb_page_window(size_t *len);
 /**
  * Run @fn(@arg) with the zero pages mapped writable, and return what it
  * returns: a pin of the window for writing (io_uring_register_buffers)
- * refuses read-only pages. @fn must not allocate uskb memory.
+ * refuses read-only pages. @fn must not call uskb_zero_page*().
  */
 USKB_API int uskb_page_window_pin(int (*fn)(void *arg), void *arg);
 

@@ -72,7 +72,14 @@ static struct {
 	char *base;
 	size_t used; /* written under mem.lock, read with acquire */
 	bool tried;
-} win;
+	bool full; /* no more arenas in it: used up, or a mapping in it failed */
+	/*
+	 * Held while the zero pages' protection changes: their creation, and
+	 * a pin of the window (which may fault in and pin a GiB: not under
+	 * mem.lock, which every page allocation takes).
+	 */
+	pthread_mutex_t pin_lock;
+} win = { .pin_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void window_reserve(void)
 {
@@ -98,13 +105,15 @@ static char *arena_map(bool *in_window)
 	if (!win.tried)
 		window_reserve();
 	*in_window = false;
-	if (win.base && win.used + ARENA_SIZE <= WINDOW_SIZE) {
+	if (win.base && !win.full && win.used + ARENA_SIZE <= WINDOW_SIZE) {
 		base = mmap(win.base + win.used, ARENA_SIZE, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 		if (base != MAP_FAILED) {
 			*in_window = true;
 			return base;
 		}
+		/* what is left of the reservation there is unknown: arenas go elsewhere from now */
+		win.full = true;
 	}
 	raw = mmap(NULL, 2 * ARENA_SIZE, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -125,7 +134,7 @@ static void arena_unmap(char *base, bool in_window)
 		munmap(base, ARENA_SIZE);
 	else if (mmap(base, ARENA_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
 		      MAP_FIXED, -1, 0) == MAP_FAILED)
-		win.used += ARENA_SIZE; /* cannot happen; never reuse a range whose state is unknown */
+		win.full = true; /* never reuse a range whose state is unknown */
 }
 
 /* Map a new arena for @order on @node and put its blocks on the free list. */
@@ -307,8 +316,13 @@ int uskb_page_window_pin(int (*fn)(void *arg), void *arg)
 {
 	int s, err;
 
-	/* a pin for writing (io_uring's registration) refuses the zero pages' read-only mapping */
-	pthread_mutex_lock(&mem.lock);
+	/*
+	 * A pin for writing (io_uring's registration) refuses the zero pages'
+	 * read-only mapping. They are published (and so seen here) under
+	 * pin_lock, already read-only. A restore that fails (no memory for
+	 * the mapping's split) leaves the page writable: only its guard is lost.
+	 */
+	pthread_mutex_lock(&win.pin_lock);
 	for (s = 0; s < USKB_NODE_SLOTS; s++)
 		if (mem.zero[s])
 			mprotect(mem.zero[s]->addr, USKB_PAGE_SIZE, PROT_READ | PROT_WRITE);
@@ -316,7 +330,7 @@ int uskb_page_window_pin(int (*fn)(void *arg), void *arg)
 	for (s = 0; s < USKB_NODE_SLOTS; s++)
 		if (mem.zero[s])
 			mprotect(mem.zero[s]->addr, USKB_PAGE_SIZE, PROT_READ);
-	pthread_mutex_unlock(&mem.lock);
+	pthread_mutex_unlock(&win.pin_lock);
 	return err;
 }
 
@@ -340,9 +354,21 @@ struct uskb_page *uskb_zero_page_node(int node)
 	if (!p)
 		return NULL; /* errno ENOMEM; a later call tries again */
 	memset(p->addr, 0, USKB_PAGE_SIZE);
+	/* made read-only and published under pin_lock: a window pin sees it or runs after */
+	pthread_mutex_lock(&win.pin_lock);
+	if (mem.zero[slot]) {
+		/* lost a race: keep the first, leak-free by retiring ours */
+		struct uskb_page *q = p;
+
+		p = mem.zero[slot];
+		pthread_mutex_unlock(&win.pin_lock);
+		__uskb_arena_free(q);
+		return p;
+	}
 	if (mprotect(p->addr, USKB_PAGE_SIZE, PROT_READ)) {
 		int err = errno;
 
+		pthread_mutex_unlock(&win.pin_lock);
 		__uskb_arena_free(p);
 		errno = err;
 		return NULL;
@@ -350,20 +376,9 @@ struct uskb_page *uskb_zero_page_node(int node)
 	p->flags = USKB_PG_ZERO | USKB_PG_READONLY;
 	pthread_mutex_lock(&mem.lock);
 	mem.in_use[0]--; /* a fixture, not a live page */
-	if (mem.zero[slot]) {
-		/* lost a race: keep the first, leak-free by retiring ours */
-		struct uskb_page *q = p;
-
-		p = mem.zero[slot];
-		mprotect(q->addr, USKB_PAGE_SIZE, PROT_READ | PROT_WRITE);
-		q->flags = 0;
-		mem.in_use[0]++;
-		pthread_mutex_unlock(&mem.lock);
-		__uskb_arena_free(q);
-		return p;
-	}
-	__atomic_store_n(&mem.zero[slot], p, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mem.lock);
+	__atomic_store_n(&mem.zero[slot], p, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&win.pin_lock);
 	return p;
 }
 
@@ -386,9 +401,13 @@ void __uskb_page_stats(struct uskb_stats *st)
 	}
 	st->arena_bytes = mem.arena_bytes;
 	st->zero_page_refs = 0;
-	for (s = 0; s < USKB_NODE_SLOTS; s++)
-		if (mem.zero[s])
-			st->zero_page_refs += uskb_page_ref_count(mem.zero[s]) - 1;
+	for (s = 0; s < USKB_NODE_SLOTS; s++) {
+		/* published under win.pin_lock, not mem.lock */
+		struct uskb_page *z = __atomic_load_n(&mem.zero[s], __ATOMIC_ACQUIRE);
+
+		if (z)
+			st->zero_page_refs += uskb_page_ref_count(z) - 1;
+	}
 	pthread_mutex_unlock(&mem.lock);
 	__uskb_pool_stats(st);
 	__uskb_frag_stats(st);
