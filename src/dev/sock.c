@@ -11,7 +11,8 @@
  *               the skbs are held until its notification covers their send
  *   uring       io_uring send_zc / sendmsg_zc, the same holding rule; sends
  *               from uskb's memory use it registered with the ring; receive
- *               (udp, tcp) by multishot recv into slots that skbs keep
+ *               (udp but with listen, tcp) by multishot recv into slots that
+ *               skbs keep
  *   nofixed     uring: register no memory (each send pins its pages)
  *   gso         udp: a run of equal-size frames goes as one UDP_SEGMENT send
  *   listen      tcp, unix: wait for the peer to connect (a new one may come

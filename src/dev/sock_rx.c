@@ -117,12 +117,67 @@ static int uring_setup(struct sk_dev *s, struct sk_rx *rx)
 #endif
 
 #ifdef USKB_HAVE_URING
-static void chunk_done(struct sk_rx *rx, uint64_t now);
+/* the user_data of a cancel (LIBURING_UDATA_TIMEOUT is all ones) */
+#define CANCEL_UDATA (1ull << 63)
+
+/* the chunk being framed is through: its slot goes back once its skbs are gone */
+static void chunk_done(struct sk_rx *rx, uint64_t now)
+{
+	if (rx->cur == RXZC_NONE)
+		return;
+	__uskb_rxzc_done(rx->zc, rx->cur, now);
+	rx->cur = RXZC_NONE;
+}
+
+/* a stale or unwanted completion's slot back to the ring, unread */
+static void cqe_slot_back(struct sk_rx *rx, const struct io_uring_cqe *cqe)
+{
+	if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+		unsigned int i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+
+		__uskb_rxzc_open(rx->zc, i);
+		__uskb_rxzc_done(rx->zc, i, uskb_mono_ns());
+	}
+}
+
+/*
+ * Cancel the armed receive and take its last completions, giving their
+ * slots back unread: before a stream's next connection (the request holds
+ * the old socket open), and before the ring and the slots go (the kernel
+ * must not write into them after).
+ */
+static void rx_disarm(struct sk_rx *rx)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&rx->ring);
+	uint64_t end = uskb_mono_ns() + 1000000000ull;
+
+	if (!rx->armed)
+		return;
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, CANCEL_UDATA);
+		io_uring_submit(&rx->ring);
+	}
+	while (rx->armed && uskb_mono_ns() < end) {
+		struct __kernel_timespec ts = { 0, 10000000 };
+		struct io_uring_cqe *cqe;
+
+		if (io_uring_wait_cqe_timeout(&rx->ring, &cqe, &ts))
+			continue;
+		if (cqe->user_data != CANCEL_UDATA && !(cqe->flags & IORING_CQE_F_MORE))
+			rx->armed = false;
+		cqe_slot_back(rx, cqe);
+		io_uring_cqe_seen(&rx->ring, cqe);
+	}
+	rx->armed = false; /* given up waiting: a late completion of a stream is told by its gen */
+}
 #endif
 
 static void rx_free(struct sk_rx *rx)
 {
 #ifdef USKB_HAVE_URING
+	if (rx->have_ring)
+		rx_disarm(rx);
 	if (rx->zc)
 		chunk_done(rx, uskb_mono_ns());
 #endif
@@ -295,6 +350,7 @@ static int uring_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int 
 		io_uring_prep_recv_multishot(sqe, s->fd, NULL, 0, 0);
 		sqe->flags |= IOSQE_BUFFER_SELECT;
 		sqe->buf_group = BGID;
+		io_uring_sqe_set_data64(sqe, 0);
 		io_uring_submit(&rx->ring);
 		rx->armed = true;
 	}
@@ -452,14 +508,6 @@ static int read_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms
 }
 
 #ifdef USKB_HAVE_URING
-/* the chunk being framed is through: its slot goes back once its skbs are gone */
-static void chunk_done(struct sk_rx *rx, uint64_t now)
-{
-	if (rx->cur == RXZC_NONE)
-		return;
-	__uskb_rxzc_done(rx->zc, rx->cur, now);
-	rx->cur = RXZC_NONE;
-}
 
 /*
  * Frames out of the chunk being framed (and the bytes gathered before it);
@@ -544,45 +592,6 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 	return n;
 }
 
-/* a stale or unwanted completion's slot back to the ring, unread */
-static void cqe_slot_back(struct sk_rx *rx, const struct io_uring_cqe *cqe)
-{
-	if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
-		unsigned int i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
-
-		__uskb_rxzc_open(rx->zc, i);
-		__uskb_rxzc_done(rx->zc, i, uskb_mono_ns());
-	}
-}
-
-/*
- * The receive armed on a connection that went: cancel it and take its last
- * completions (the request holds the old socket open until then).
- */
-static void stream_disarm(struct sk_rx *rx)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&rx->ring);
-	uint64_t end = uskb_mono_ns() + 1000000000ull;
-
-	chunk_done(rx, uskb_mono_ns());
-	if (sqe) {
-		io_uring_prep_cancel64(sqe, rx->gen, 0);
-		io_uring_sqe_set_data64(sqe, UINT64_MAX);
-		io_uring_submit(&rx->ring);
-	}
-	while (rx->armed && uskb_mono_ns() < end) {
-		struct __kernel_timespec ts = { 0, 10000000 };
-		struct io_uring_cqe *cqe;
-
-		if (io_uring_wait_cqe_timeout(&rx->ring, &cqe, &ts))
-			continue;
-		if (cqe->user_data == rx->gen && !(cqe->flags & IORING_CQE_F_MORE))
-			rx->armed = false;
-		cqe_slot_back(rx, cqe);
-		io_uring_cqe_seen(&rx->ring, cqe);
-	}
-	rx->armed = false; /* given up waiting: a late completion is told apart by its gen */
-}
 
 static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int max,
 			   int timeout_ms)
@@ -593,8 +602,11 @@ static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skb
 	for (;;) {
 		struct io_uring_cqe *cqe;
 
-		if (rx->armed && (s->fd < 0 || rx->gen != s->conn_gen))
-			stream_disarm(rx);
+		if (s->fd < 0 || rx->gen != s->conn_gen) {
+			/* the connection went: its receive, and what it left unframed, too */
+			rx_disarm(rx);
+			chunk_done(rx, uskb_mono_ns());
+		}
 		if (s->fd < 0) {
 			if (!uskb_dev_running(s->dev))
 				return __uskb_dev_rx_down(s->dev);

@@ -46,6 +46,7 @@ struct sk_uring {
 	bool fixed;  /* the window is (being) registered */
 	bool vec_fixed; /* sendmsg_zc takes a registered buffer too (Linux 6.15) */
 	size_t reg[FIX_SLOTS]; /* bytes of each slot registered, from its start */
+	size_t tried[FIX_SLOTS]; /* bytes of it a registration last failed for */
 };
 
 /*
@@ -153,10 +154,12 @@ static bool fix_register(struct sk_dev *s, char *wb, size_t wlen, unsigned int s
 	err = uskb_page_window_pin(fix_register_cb, &f);
 	if (err) {
 		/*
-		 * RLIMIT_MEMLOCK without CAP_IPC_LOCK, say: sends pin their
-		 * pages, as without registration (tx_zc_fixed stays put)
+		 * RLIMIT_MEMLOCK without CAP_IPC_LOCK, say. The slot keeps what
+		 * was registered before; sends beyond it pin their pages, as
+		 * without registration, until the window has grown by another
+		 * eighth and registering is tried again.
 		 */
-		s->ur->fixed = false;
+		s->ur->tried[slot] = len;
 		return false;
 	}
 	s->ur->reg[slot] = len;
@@ -176,8 +179,7 @@ static int fix_index(struct sk_dev *s, const struct sk_rec *r)
 		const struct iovec *v = &r->msg.msg_iov[i];
 		uintptr_t off = (uintptr_t)v->iov_base - (uintptr_t)wb, end;
 
-		if (!v->iov_len)
-			continue;
+		/* the kernel checks every iovec against the buffer, an empty one too */
 		if ((uintptr_t)v->iov_base < (uintptr_t)wb || off >= wlen || v->iov_len > wlen - off)
 			return -1;
 		end = off + v->iov_len;
@@ -197,13 +199,15 @@ static int fix_index(struct sk_dev *s, const struct sk_rec *r)
 
 		/*
 		 * Registration pins the whole slot again: only when the window
-		 * grew by an eighth since (linear cost in all), else this send
-		 * goes without.
+		 * grew by an eighth since it last registered, or last failed to
+		 * (linear cost in all); else this send goes without.
 		 */
+		if (reg < s->ur->tried[slot])
+			reg = s->ur->tried[slot];
 		if (avail > (size_t)1 << FIX_SHIFT)
 			avail = (size_t)1 << FIX_SHIFT;
-		if ((avail - reg) * 8 < reg || !fix_register(s, wb, wlen, (unsigned int)slot) ||
-		    need > s->ur->reg[slot])
+		if (avail <= reg || (avail - reg) * 8 < reg ||
+		    !fix_register(s, wb, wlen, (unsigned int)slot) || need > s->ur->reg[slot])
 			return -1;
 	}
 	return slot;
@@ -284,8 +288,11 @@ int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags)
 static void result(struct sk_dev *s, struct sk_rec *r, int res)
 {
 	s->ur_pending--;
-	if (res >= 0 && (!s->stream || (uint32_t)res == r->bytes))
+	if (res >= 0 && (!s->stream || (uint32_t)res == r->bytes)) {
+		if (r->fixed) /* sent: from a registered buffer */
+			s->zc_fixed += r->n;
 		return;
+	}
 	__uskb_sk_lost(s, r, res < 0 ? -res : EPIPE);
 	/* a send of an earlier connection failing says nothing of this one */
 	if (s->stream && !s->ur_err && r->gen == s->conn_gen)

@@ -101,8 +101,6 @@ static void complete_one(struct sk_dev *s, struct sk_rec *r, bool copied)
 			mark_copied(r->skb[i]);
 		uskb_consume(r->skb[i]);
 	}
-	if (r->fixed)
-		s->zc_fixed += r->n;
 	s->t.bytes -= r->bytes;
 	s->t.live--;
 	r->fixed = false;
