@@ -387,18 +387,28 @@ static int uring_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int 
 }
 #endif
 
-int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
+/* at the start of a receive call: the slots set up, tuned, held ones copied out, refilled */
+static int rx_begin(struct sk_dev *s)
 {
-	struct sk_rx *rx;
 	int err;
 
 	if (!s->rx && (err = rx_setup(s)))
 		return err;
-	rx = s->rx;
-	rxzc_tune(rx->zc, s->dev->rx_patience_ms);
+	rxzc_tune(s->rx->zc, s->dev->rx_patience_ms);
 	/* slots held too long are copied out; half the slots stay the kernel's */
-	__uskb_rxzc_patience(rx->zc, uskb_mono_ns(), SLOTS / 2);
-	refill(rx);
+	__uskb_rxzc_patience(s->rx->zc, uskb_mono_ns(), SLOTS / 2);
+	refill(s->rx);
+	return 0;
+}
+
+int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms)
+{
+	struct sk_rx *rx;
+	int err = rx_begin(s);
+
+	if (err)
+		return err;
+	rx = s->rx;
 #ifdef USKB_HAVE_URING
 	if (rx->have_ring)
 		return uring_rx(s, rx, skbs, max, timeout_ms);
@@ -418,6 +428,26 @@ static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len
 }
 
 /* ---- streams ---- */
+
+/* no connection: wait for a peer (listen), once a call; 1 when there is one, else what rx returns */
+static int stream_peer(struct sk_dev *s, int timeout_ms, bool *waited)
+{
+	if (!uskb_dev_running(s->dev))
+		return __uskb_dev_rx_down(s->dev);
+	if (*waited || !__uskb_sk_accept(s, timeout_ms))
+		return 0;
+	*waited = true;
+	return 1;
+}
+
+/* the peer closed its end: what it left half sent is lost; 0, or (down) what rx returns */
+static int stream_ended(struct sk_dev *s)
+{
+	if (s->rlen)
+		__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes lost)", s->rlen);
+	__uskb_sk_conn_lost(s, 0, "read");
+	return uskb_dev_running(s->dev) ? 0 : __uskb_dev_rx_down(s->dev);
+}
 
 /* whole frames out of the bytes read; how many (up to @max) */
 static int stream_frames(struct sk_dev *s, struct uskb **skbs, int max)
@@ -458,25 +488,18 @@ static int read_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms
 	for (;;) {
 		ssize_t r;
 
-		if (s->fd < 0) {
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
-			if (waited || !__uskb_sk_accept(s, timeout_ms))
-				return 0;
-			waited = true;
-		}
+		if (s->fd < 0 && (n = stream_peer(s, timeout_ms, &waited)) <= 0)
+			return n;
 		n = stream_frames(s, skbs, max);
 		if (n)
 			return n;
 		if (s->fd < 0)
 			continue; /* the framing broke: the connection went */
 		if (s->rx_eof) {
-			if (s->rlen)
-				__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes "
-						 "lost)", s->rlen);
-			__uskb_sk_conn_lost(s, 0, "read");
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
+			int e = stream_ended(s);
+
+			if (e)
+				return e;
 			continue;
 		}
 		r = read(s->fd, s->rbuf + s->rlen, s->rcap - s->rlen);
@@ -608,11 +631,8 @@ static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skb
 			chunk_done(rx, uskb_mono_ns());
 		}
 		if (s->fd < 0) {
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
-			if (waited || !__uskb_sk_accept(s, timeout_ms))
-				return 0;
-			waited = true;
+			if ((n = stream_peer(s, timeout_ms, &waited)) <= 0)
+				return n;
 			continue;
 		}
 		n = chunk_frames(s, rx, skbs, max, uskb_mono_ns());
@@ -623,12 +643,10 @@ static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skb
 		if (rx->cur != RXZC_NONE)
 			continue;
 		if (s->rx_eof) {
-			if (s->rlen)
-				__uskb_dev_error(s->dev, "the peer went away mid-frame (%zu bytes "
-						 "lost)", s->rlen);
-			__uskb_sk_conn_lost(s, 0, "read");
-			if (!uskb_dev_running(s->dev))
-				return __uskb_dev_rx_down(s->dev);
+			int e = stream_ended(s);
+
+			if (e)
+				return e;
 			continue;
 		}
 		if (!rx->armed) {
@@ -704,17 +722,12 @@ int __uskb_sk_stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeo
 	}
 #ifdef USKB_HAVE_URING
 	if (s->o.mode == SK_URING) {
-		struct sk_rx *rx;
-		int err;
+		int err = rx_begin(s);
 
-		if (!s->rx && (err = rx_setup(s)))
+		if (err)
 			return err;
-		rx = s->rx;
-		rxzc_tune(rx->zc, s->dev->rx_patience_ms);
-		__uskb_rxzc_patience(rx->zc, uskb_mono_ns(), SLOTS / 2);
-		refill(rx);
-		err = uring_stream_rx(s, rx, skbs, max, timeout_ms);
-		publish(s, rx);
+		err = uring_stream_rx(s, s->rx, skbs, max, timeout_ms);
+		publish(s, s->rx);
 		return err;
 	}
 #endif

@@ -49,24 +49,12 @@ struct sk_uring {
 	size_t tried[FIX_SLOTS]; /* bytes of it a registration last failed for */
 };
 
-/*
- * IORING_SEND_ZC_REPORT_USAGE came with Linux 6.2; an older kernel refuses
- * every send that asks for it (EINVAL). A send of one byte on an
- * unconnected socket tells: EINVAL without the flag's support, a
- * destination error with it.
- */
-static bool probe_report_usage(struct io_uring *ring)
+/* submit the one send queued on @ring and wait for its result (and notification) */
+static int probe_result(struct io_uring *ring)
 {
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res = -EINVAL;
-	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
-	char byte = 0;
+	int res = -EINVAL;
 
-	if (fd < 0)
-		return false;
-	sqe = io_uring_get_sqe(ring);
-	io_uring_prep_send_zc(sqe, fd, &byte, 1, 0, 0);
-	sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
 	io_uring_submit(ring);
 	for (;;) { /* its result, then (F_MORE) its notification */
 		bool more;
@@ -80,6 +68,27 @@ static bool probe_report_usage(struct io_uring *ring)
 		if (!more)
 			break;
 	}
+	return res;
+}
+
+/*
+ * IORING_SEND_ZC_REPORT_USAGE came with Linux 6.2; an older kernel refuses
+ * every send that asks for it (EINVAL). A send of one byte on an
+ * unconnected socket tells: EINVAL without the flag's support, a
+ * destination error with it.
+ */
+static bool probe_report_usage(struct io_uring *ring)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res;
+	struct io_uring_sqe *sqe;
+	char byte = 0;
+
+	if (fd < 0)
+		return false;
+	sqe = io_uring_get_sqe(ring);
+	io_uring_prep_send_zc(sqe, fd, &byte, 1, 0, 0);
+	sqe->ioprio |= IORING_SEND_ZC_REPORT_USAGE;
+	res = probe_result(ring);
 	close(fd);
 	return res != -EINVAL;
 }
@@ -94,9 +103,8 @@ static bool probe_vec_fixed(struct io_uring *ring)
 	static char byte;
 	struct iovec iov = { &byte, 1 }, none = { NULL, 0 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res = -EINVAL;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), res;
 	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
 	__u64 tag = 0;
 
 	if (fd < 0 || io_uring_register_buffers_update_tag(ring, 0, &iov, &tag, 1) != 1) {
@@ -108,19 +116,7 @@ static bool probe_vec_fixed(struct io_uring *ring)
 	io_uring_prep_sendmsg_zc(sqe, fd, &msg, 0);
 	sqe->ioprio |= IORING_RECVSEND_FIXED_BUF;
 	sqe->buf_index = 0;
-	io_uring_submit(ring);
-	for (;;) {
-		bool more;
-
-		if (io_uring_wait_cqe(ring, &cqe))
-			break;
-		if (!(cqe->flags & IORING_CQE_F_NOTIF))
-			res = cqe->res;
-		more = cqe->flags & IORING_CQE_F_MORE;
-		io_uring_cqe_seen(ring, cqe);
-		if (!more)
-			break;
-	}
+	res = probe_result(ring);
 	close(fd);
 	io_uring_register_buffers_update_tag(ring, 0, &none, &tag, 1);
 	return res != -EINVAL && res != -EFAULT;
