@@ -132,7 +132,7 @@ static void chunk_done(struct sk_rx *rx, uint64_t now)
 /* a stale or unwanted completion's slot back to the ring, unread */
 static void cqe_slot_back(struct sk_rx *rx, const struct io_uring_cqe *cqe)
 {
-	if (cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER)) {
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
 		unsigned int i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 
 		__uskb_rxzc_open(rx->zc, i);
@@ -615,7 +615,6 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 	return n;
 }
 
-
 static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, int max,
 			   int timeout_ms)
 {
@@ -690,6 +689,7 @@ static int uring_stream_rx(struct sk_dev *s, struct sk_rx *rx, struct uskb **skb
 			rx->cur_len = (unsigned int)cqe->res;
 			__uskb_rxzc_open(rx->zc, rx->cur);
 		} else if (!cqe->res) {
+			cqe_slot_back(rx, cqe); /* should the end of the stream have taken one */
 			s->rx_eof = true;
 		} else if (cqe->res == -ENOBUFS) {
 			/*
