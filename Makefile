@@ -58,11 +58,11 @@ endif
 
 # The layers, bottom up: a file may call into its own layer and the ones
 # before it, never after (scripts/check-layers, docs/architecture.md).
-LAYERS      := lib mem skb ubuf dev pktgen tools
+LAYERS      := lib mem skb ubuf nl dev pktgen tools
 
 # three libraries: the buffers (libuskb), the devices (libuskb-netdev, the
 # only one that needs libxdp), and pktgen (libuskb-pktgen)
-CORE_SRCS   := $(wildcard src/lib/*.c src/mem/*.c src/skb/*.c src/ubuf/*.c)
+CORE_SRCS   := $(wildcard src/lib/*.c src/mem/*.c src/skb/*.c src/ubuf/*.c src/nl/*.c)
 NETDEV_SRCS := $(wildcard src/dev/*.c)
 PKTGEN_SRCS := $(wildcard src/pktgen/*.c)
 LIB_SRCS    := $(CORE_SRCS) $(NETDEV_SRCS) $(PKTGEN_SRCS)
@@ -198,6 +198,11 @@ $(BUILD)/test/%: test/%.sh
 $(BUILD)/test/%.bash: test/%.bash
 	@mkdir -p $(@D)
 	$(Q)install -m 644 $< $@
+
+# test/netlink checks the builders against libmnl's parser (libmnl-dev); without it, it skips
+MNL_LIBS    := $(shell pkg-config --libs libmnl 2>/dev/null)
+$(BUILD)/test/netlink: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
+$(BUILD)/test/netlink: ALL_LDLIBS += $(MNL_LIBS)
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

@@ -17,6 +17,7 @@
 #include "stats.h"
 #include "cache.h"
 #include "ubuf.h"
+#include "netlink.h"
 
 /* Devices (uskb/dev.h, libuskb-netdev) and pktgen (uskb/pktgen.h,
  * libuskb-pktgen) have headers and libraries of their own. */
