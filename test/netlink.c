@@ -177,6 +177,8 @@ static void test_no_room(void)
 	CHECK(!uskb_nla_reserve(skb, 1, -1));
 	CHECK(!uskb_nlmsg_put(skb, 0, 0, 16, 0, 0));
 	CHECK(!uskb_genlmsg_put(skb, 0, 0, 16, 0, 0, 1, 1));
+	CHECK(!uskb_genlmsg_put(skb, 0, 0, 16, 0x7fffffff, 0, 1, 1));
+	CHECK(!uskb_genlmsg_put(skb, 0, 0, 16, -1, 0, 1, 1));
 	CHECK_EQ(skb->len, len);
 	/* a nest cancelled leaves the message as it was */
 	uskb_trim(skb, NLMSG_HDRLEN);

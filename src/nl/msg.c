@@ -45,8 +45,8 @@ void *uskb_genlmsg_put(struct uskb *skb, uint32_t portid, uint32_t seq, uint16_t
 	struct nlmsghdr *nlh;
 	struct genlmsghdr *g;
 
-	if (hdrsize < 0)
-		return NULL;
+	if (hdrsize < 0 || hdrsize > 0x7fffffff - (int)GENL_HDRLEN - NLMSG_HDRLEN - (int)NLMSG_ALIGNTO)
+		return NULL; /* the sum below must not overflow */
 	nlh = uskb_nlmsg_put(skb, portid, seq, family, GENL_HDRLEN + hdrsize, flags);
 	if (!nlh)
 		return NULL;
