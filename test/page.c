@@ -174,11 +174,71 @@ static void test_page_frag(void)
 	uskb_page_frag_cache_drain(&nc);
 }
 
+/* the zero page is writable inside a window pin, and read-only again after */
+static int pin_cb(void *arg)
+{
+	volatile unsigned char *z = arg;
+
+	z[7] = 0; /* faults unless writable; zero keeps it the zero page */
+	return 42;
+}
+
+/* the window: every page uskb hands out lies in it, and it only grows */
+static void test_window(void)
+{
+	struct uskb_page *p = uskb_page_alloc(3), *z = uskb_zero_page();
+	struct uskb *skb = uskb_alloc(1000);
+	size_t len, len2;
+	char *w = uskb_page_window(&len);
+	int status;
+	pid_t pid;
+
+	CHECK(w && len >= (4u << 20) && len % (4u << 20) == 0);
+	if (!w || !p || !skb) {
+		if (p)
+			uskb_page_put(p);
+		uskb_free(skb);
+		return;
+	}
+	/* a page block, the zero page and an skb head: all inside */
+	CHECK((char *)uskb_page_address(p) >= w &&
+	      (char *)uskb_page_address(p) + (USKB_PAGE_SIZE << 3) <= w + len);
+	CHECK((char *)uskb_page_address(z) >= w && (char *)uskb_page_address(z) < w + len);
+	CHECK((char *)skb->head >= w && (char *)skb->head < w + len);
+	CHECK_EQ(uskb_page_window_pin(pin_cb, uskb_page_address(z)), 42);
+	/* read-only again: a write faults */
+	pid = fork();
+	if (pid == 0) {
+		((volatile unsigned char *)uskb_page_address(z))[7] = 1;
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) ||
+	      (WIFEXITED(status) && WEXITSTATUS(status) != 0));
+	/* it grows with the arenas: the same start, more length */
+	{
+		struct uskb_page *more[8];
+
+		for (int i = 0; i < 8; i++)
+			more[i] = uskb_page_alloc(USKB_PAGE_MAX_ORDER);
+		CHECK(uskb_page_window(&len2) == w && len2 > len);
+		for (int i = 0; i < 8; i++)
+			if (more[i]) {
+				CHECK((char *)uskb_page_address(more[i]) >= w &&
+				      (char *)uskb_page_address(more[i]) < w + len2);
+				uskb_page_put(more[i]);
+			}
+	}
+	uskb_page_put(p);
+	uskb_free(skb);
+}
+
 int main(void)
 {
 	test_pages();
 	test_pool();
 	test_zero_page();
 	test_page_frag();
+	test_window();
 	return t_end("page");
 }
