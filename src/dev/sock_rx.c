@@ -429,6 +429,15 @@ static struct uskb *rx_copy(struct sk_dev *s, const void *data, unsigned int len
 
 /* ---- streams ---- */
 
+/* a stream frame's length prefix: 4 bytes, big-endian, anywhere in memory */
+static uint32_t be32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
 /* no connection: wait for a peer (listen), once a call; 1 when there is one, else what rx returns */
 static int stream_peer(struct sk_dev *s, int timeout_ms, bool *waited)
 {
@@ -456,10 +465,8 @@ static int stream_frames(struct sk_dev *s, struct uskb **skbs, int max)
 	int n = 0;
 
 	while (n < max && s->rlen - off >= 4) {
-		uint32_t len;
+		uint32_t len = be32(s->rbuf + off);
 
-		memcpy(&len, s->rbuf + off, 4);
-		len = ntohl(len);
 		if (!len || len > SK_STREAM_FRAME_MAX) {
 			__uskb_sk_bad_frame(s, len);
 			return n;
@@ -541,25 +548,20 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 			uint64_t now)
 {
 	int n = 0;
+	uint32_t len = 0;
 
 	while (n < max && rx->cur != RXZC_NONE) {
 		const unsigned char *p = slot_addr(rx, rx->cur) + rx->cur_off;
 		size_t avail = rx->cur_len - rx->cur_off;
-		uint32_t len;
 
 		if (!avail) {
 			chunk_done(rx, now);
 			break;
 		}
 		if (s->rlen) { /* a frame begun in an earlier chunk: gather the rest */
-			uint32_t flen = 0;
-			size_t want = 4, take;
+			/* a whole length in the buffer was checked when it became whole */
+			size_t want = s->rlen >= 4 ? 4 + (size_t)be32(s->rbuf) : 4, take;
 
-			if (s->rlen >= 4) {
-				memcpy(&flen, s->rbuf, 4);
-				flen = ntohl(flen);
-				want = 4 + (size_t)flen;
-			}
 			take = want - s->rlen < avail ? want - s->rlen : avail;
 			memcpy(s->rbuf + s->rlen, p, take);
 			s->rlen += take;
@@ -567,16 +569,12 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 			if (s->rlen < want)
 				continue; /* the chunk ended first */
 			if (want == 4) { /* the length is whole: is it one? */
-				memcpy(&flen, s->rbuf, 4);
-				flen = ntohl(flen);
-				if (!flen || flen > SK_STREAM_FRAME_MAX) {
-					chunk_done(rx, now);
-					__uskb_sk_bad_frame(s, flen);
-					return n;
-				}
+				len = be32(s->rbuf);
+				if (!len || len > SK_STREAM_FRAME_MAX)
+					goto broken;
 				continue;
 			}
-			skbs[n] = rx_copy(s, s->rbuf + 4, flen);
+			skbs[n] = rx_copy(s, s->rbuf + 4, (unsigned int)(want - 4));
 			if (skbs[n])
 				n++;
 			else
@@ -584,20 +582,12 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 			s->rlen = 0;
 			continue;
 		}
-		if (avail < 4) { /* the length itself goes on in the next chunk */
-			memcpy(s->rbuf, p, avail);
-			s->rlen = avail;
-			rx->cur_off += (unsigned int)avail;
-			continue;
+		if (avail >= 4) {
+			len = be32(p);
+			if (!len || len > SK_STREAM_FRAME_MAX)
+				goto broken;
 		}
-		memcpy(&len, p, 4);
-		len = ntohl(len);
-		if (!len || len > SK_STREAM_FRAME_MAX) {
-			chunk_done(rx, now);
-			__uskb_sk_bad_frame(s, len);
-			return n;
-		}
-		if (avail < 4 + (size_t)len) {
+		if (avail < 4 || avail < 4 + (size_t)len) { /* goes on in the next chunk */
 			memcpy(s->rbuf, p, avail);
 			s->rlen = avail;
 			rx->cur_off += (unsigned int)avail;
@@ -612,6 +602,10 @@ static int chunk_frames(struct sk_dev *s, struct sk_rx *rx, struct uskb **skbs, 
 		}
 		rx->cur_off += 4 + len;
 	}
+	return n;
+broken:
+	chunk_done(rx, now);
+	__uskb_sk_bad_frame(s, len);
 	return n;
 }
 
