@@ -199,10 +199,10 @@ $(BUILD)/test/%.bash: test/%.bash
 	@mkdir -p $(@D)
 	$(Q)install -m 644 $< $@
 
-# test/netlink checks the builders against libmnl's parser (libmnl-dev); without it, it skips
+# test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
 MNL_LIBS    := $(shell pkg-config --libs libmnl 2>/dev/null)
-$(BUILD)/test/netlink: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
-$(BUILD)/test/netlink: ALL_LDLIBS += $(MNL_LIBS)
+$(BUILD)/test/netlink $(BUILD)/test/ovs: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
+$(BUILD)/test/netlink $(BUILD)/test/ovs: ALL_LDLIBS += $(MNL_LIBS)
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

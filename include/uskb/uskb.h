@@ -18,6 +18,7 @@
 #include "cache.h"
 #include "ubuf.h"
 #include "netlink.h"
+#include "ovs.h"
 
 /* Devices (uskb/dev.h, libuskb-netdev) and pktgen (uskb/pktgen.h,
  * libuskb-pktgen) have headers and libraries of their own. */
