@@ -87,8 +87,12 @@ TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
 TEST_BINS   := $(patsubst test/%.c,$(BUILD)/test/%,$(filter-out $(TEST_LIBSRC),$(TEST_SRCS)))
 EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-TOOL_BINS   := $(BUILD)/tools/uskb-pktgen
-TOOL_OBJS   := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktgen/*.c))
+# uskb-dp parses its netlink with libmnl (libmnl-dev); without it, it is not built
+MNL_LIBS    := $(shell pkg-config --libs libmnl 2>/dev/null)
+PKTGEN_TOOL_OBJS := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktgen/*.c))
+DP_TOOL_OBJS := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/dp/*.c))
+TOOL_BINS   := $(BUILD)/tools/uskb-pktgen $(if $(MNL_LIBS),$(BUILD)/tools/uskb-dp)
+TOOL_OBJS   := $(PKTGEN_TOOL_OBJS) $(if $(MNL_LIBS),$(DP_TOOL_OBJS))
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 # sourced by the shell tests, not run (not executable)
 TEST_HELPERS := $(patsubst test/%,$(BUILD)/test/%,$(wildcard test/*.bash))
@@ -173,15 +177,20 @@ TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\" \
 	-DUSKB_NETNS_VETH_SRC=\"$(CURDIR)/scripts/netns-veth.sh\" \
 	-DUSKB_NETNS_VETH=\"$(DATADIR)/uskb/netns-veth.sh\"
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/pktgen/*.h) src/lib/compiler.h Makefile
+$(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/*/*.h) src/lib/compiler.h Makefile
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(BASEFLAGS) -Isrc $(TOOL_FLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tools/uskb-pktgen: $(TOOL_OBJS) $(ALL_A)
+$(BUILD)/tools/uskb-pktgen: $(PKTGEN_TOOL_OBJS) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,LD,$@)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(PKTGEN_TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
+
+$(BUILD)/tools/uskb-dp: $(DP_TOOL_OBJS) $(ALL_A)
+	@mkdir -p $(@D)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(DP_TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS) $(MNL_LIBS) -lm
 
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS) $(BPF_OBJS)
 
@@ -200,7 +209,6 @@ $(BUILD)/test/%.bash: test/%.bash
 	$(Q)install -m 644 $< $@
 
 # test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
-MNL_LIBS    := $(shell pkg-config --libs libmnl 2>/dev/null)
 $(BUILD)/test/netlink $(BUILD)/test/ovs: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
 $(BUILD)/test/netlink $(BUILD)/test/ovs: ALL_LDLIBS += $(MNL_LIBS)
 

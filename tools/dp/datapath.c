@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The datapath threads, one per port receive queue (ovs_dp_process_packet
+ * and ovs_execute_actions): receive a burst, extract each frame's key, look
+ * it up in the thread's own table; a hit runs the flow's actions, a miss
+ * becomes an upcall (uskb_ovs_upcall: the frame's pages referenced, not
+ * copied) queued to a handler chosen by the flow hash. A full queue is a
+ * lost upcall, as the kernel's ovs_dp_upcall failures are. Between bursts
+ * the thread applies what the handlers sent back (FLOW_CMD_NEW,
+ * PACKET_CMD_EXECUTE), sends what the burst produced, and expires flows.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <linux/if_ether.h>
+
+#include "dp.h"
+
+struct dp dp;
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- sending ---- */
+
+static void port_xmit(struct dpthread *t, unsigned int pi)
+{
+	struct port *p = &dp.port[pi];
+	unsigned int n = t->nout[pi], q = t->id % p->ntx;
+	int res[DP_BURST];
+
+	if (!n)
+		return;
+	if (p->txlock)
+		pthread_mutex_lock(&p->txlock[q]);
+	uskb_dev_xmit(p->dev, q, t->out[pi], (int)n, res);
+	uskb_dev_flush(p->dev, q);
+	if (p->txlock)
+		pthread_mutex_unlock(&p->txlock[q]);
+	for (unsigned int i = 0; i < n; i++)
+		if (res[i] == USKB_XMIT_BUSY) /* the device counted it (tx_busy) */
+			uskb_free(t->out[pi][i]);
+	t->nout[pi] = 0;
+}
+
+static void out_flush(struct dpthread *t)
+{
+	for (unsigned int i = 0; i < dp.nports; i++)
+		port_xmit(t, i);
+}
+
+static void output(struct dpthread *t, unsigned int port, struct uskb *skb)
+{
+	unsigned int pi = port - 1;
+
+	t->out[pi][t->nout[pi]++] = skb;
+	if (t->nout[pi] == DP_BURST)
+		port_xmit(t, pi);
+}
+
+/* ---- actions ---- */
+
+static struct uskb *push_vlan(struct uskb *skb, uint16_t tpid, uint16_t tci)
+{
+	uint8_t *p;
+
+	if (uskb_cow_head(skb, 4) || !uskb_may_pull(skb, 12)) {
+		uskb_free(skb);
+		return NULL;
+	}
+	p = uskb_push(skb, 4);
+	memmove(p, p + 4, 12);
+	memcpy(p + 12, &tpid, 2);
+	memcpy(p + 14, &tci, 2);
+	uskb_reset_mac_header(skb);
+	skb->protocol = tpid;
+	return skb;
+}
+
+static struct uskb *pop_vlan(struct uskb *skb)
+{
+	uint16_t type;
+
+	if (skb->len < 18 || !uskb_may_pull(skb, 18))
+		return skb; /* nothing to pop */
+	memcpy(&type, skb->data + 12, 2);
+	if (type != htons(ETH_P_8021Q) && type != htons(ETH_P_8021AD))
+		return skb;
+	if (uskb_ensure_writable(skb, 18)) {
+		uskb_free(skb);
+		return NULL;
+	}
+	memmove(skb->data + 4, skb->data, 12);
+	uskb_pull(skb, 4);
+	uskb_reset_mac_header(skb);
+	memcpy(&skb->protocol, skb->data + 12, 2);
+	return skb;
+}
+
+/* an upcall of @skb (which stays the caller's); false when it was lost */
+static bool upcall(struct dpthread *t, struct uskb *skb, const struct uskb_ovs_key *key,
+		   uint8_t cmd, const struct actions *a, uint32_t *wakemask)
+{
+	uint32_t fh = uskb_ovs_flow_hash(key);
+	struct uskb_ovs_upcall_info info = {
+		.family = DP_FAMILY_PACKET,
+		.cmd = cmd,
+		.portid = t->id + 1, /* the thread a reply goes back to */
+		.userdata = cmd == OVS_PACKET_CMD_ACTION ? (const struct nlattr *)a->userdata : NULL,
+		.hash = fh | USKB_OVS_PACKET_HASH_SW | (key->tp_src | key->tp_dst ? USKB_OVS_PACKET_HASH_L4 : 0),
+		.flags = (dp.copy ? USKB_OVS_UPCALL_COPY : 0) | (dp.unaligned ? USKB_OVS_UPCALL_UNALIGNED : 0),
+	};
+	struct handler *h;
+	struct uskb *msg;
+	int err;
+
+	msg = uskb_ovs_upcall(skb, key, &info, &err);
+	if (!msg)
+		goto lost;
+	if (dp.upcall_pcap)
+		pcap_write(msg);
+	if (dp.hsock >= 0) {
+		err = dp_send_external(msg);
+		uskb_free(msg);
+		if (err)
+			goto lost;
+	} else {
+		h = dp.hnd[fh % dp.nhandlers];
+		if (!ring_push(h->upcalls[t->id], msg)) {
+			uskb_free(msg);
+			goto lost;
+		}
+		*wakemask |= 1u << h->id;
+	}
+	if (cmd == OVS_PACKET_CMD_MISS)
+		t->inflight++;
+	return true;
+lost:
+	cnt_add(&t->lost, 1);
+	return false;
+}
+
+/* run @a on @skb, which the actions consume */
+static void execute(struct dpthread *t, struct uskb *skb, const struct actions *a,
+		    const struct uskb_ovs_key *key, uint32_t *wakemask)
+{
+	for (int i = 0; i < a->n && skb; i++) {
+		const struct action *x = &a->a[i];
+
+		switch (x->type) {
+		case OVS_ACTION_ATTR_OUTPUT: {
+			struct uskb *o = i == a->n - 1 ? skb : uskb_clone(skb);
+
+			if (o == skb)
+				skb = NULL;
+			if (o)
+				output(t, x->port, o);
+			break;
+		}
+		case OVS_ACTION_ATTR_PUSH_VLAN:
+			skb = push_vlan(skb, x->tpid, x->tci);
+			break;
+		case OVS_ACTION_ATTR_POP_VLAN:
+			skb = pop_vlan(skb);
+			break;
+		case OVS_ACTION_ATTR_USERSPACE: {
+			struct uskb_ovs_key now;
+
+			/* the key of the packet as the actions so far left it */
+			if (uskb_ovs_key_extract(skb, key->in_port, &now))
+				break;
+			cnt_add(&t->action_upcalls, 1);
+			upcall(t, skb, &now, OVS_PACKET_CMD_ACTION, a, wakemask);
+			break;
+		}
+		}
+	}
+	uskb_free(skb);
+}
+
+/* ---- replies ---- */
+
+static void bad_reply(struct dpthread *t, const char *why)
+{
+	cnt_add(&t->bad_replies, 1);
+	if (dp.verbose && cnt_get(&t->bad_replies) <= 10) {
+		pthread_mutex_lock(&dp.print_lock);
+		fprintf(stderr, "uskb-dp: thread %u: refused a message: %s\n", t->id, why);
+		pthread_mutex_unlock(&dp.print_lock);
+	}
+}
+
+static void apply_reply(struct dpthread *t, struct uskb *msg, uint32_t *wakemask)
+{
+	struct uskb_ovs_key k;
+	struct actions a;
+	struct dp_msg m;
+	const char *why = NULL;
+	int ret;
+
+	if (msg_parse(msg->data, uskb_headlen(msg), msg->len, &m, &why) ||
+	    msg_key(m.key, &k, &why) || msg_actions(m.actions, dp.nports, &a, &why))
+		goto bad;
+	if (k.in_port != t->port->no) {
+		why = "a key whose in_port is not this thread's port";
+		goto bad;
+	}
+	if (m.family == DP_FAMILY_FLOW && m.genl_cmd == OVS_FLOW_CMD_NEW) {
+		ret = table_insert(&t->tab, &k, &a, dp.flow_limit);
+		if (ret == -ENOSPC)
+			cnt_add(&t->flow_limit, 1);
+		atomic_store_explicit(&t->flows, t->tab.count, memory_order_relaxed);
+	} else if (m.family == DP_FAMILY_PACKET && m.genl_cmd == OVS_PACKET_CMD_EXECUTE) {
+		struct uskb *pkt = msg_packet(msg, &m);
+
+		if (t->inflight)
+			t->inflight--;
+		cnt_add(&t->executed, 1);
+		if (pkt)
+			execute(t, pkt, &a, &k, wakemask);
+	} else {
+		why = "a command this datapath does not take";
+		goto bad;
+	}
+	uskb_free(msg);
+	return;
+bad:
+	bad_reply(t, why);
+	uskb_free(msg);
+}
+
+/* ---- the thread ---- */
+
+void dp_wake_handler(struct handler *h)
+{
+	uint64_t one = 1;
+
+	/*
+	 * An RMW, as the handler's going to sleep is one: either it reads
+	 * the handler's "sleeping" and wakes it, or the handler's exchange
+	 * reads this one and then sees what was queued before it.
+	 */
+	if (atomic_fetch_add(&h->sleeping, 0))
+		(void)!write(h->efd, &one, sizeof(one));
+}
+
+static void process(struct dpthread *t, struct uskb *skb, uint64_t now, uint32_t *wakemask)
+{
+	struct uskb_ovs_key key;
+	struct flow *f;
+
+	if (uskb_ovs_key_extract(skb, t->port->no, &key)) {
+		cnt_add(&t->bad_frames, 1);
+		uskb_free(skb);
+		return;
+	}
+	f = table_lookup(&t->tab, &key, key_hash(&key));
+	if (f) {
+		cnt_add(&t->hit, 1);
+		f->packets++;
+		f->bytes += skb->len;
+		f->used_ns = now;
+		execute(t, skb, &f->acts, &key, wakemask);
+		return;
+	}
+	cnt_add(&t->missed, 1);
+	upcall(t, skb, &key, OVS_PACKET_CMD_MISS, NULL, wakemask);
+	uskb_free(skb);
+}
+
+static void dump(struct dpthread *t, uint64_t now)
+{
+	pthread_mutex_lock(&dp.print_lock);
+	for (uint32_t i = 0; i <= t->tab.mask; i++)
+		for (struct flow *f = t->tab.bucket[i]; f; f = f->next)
+			flow_print(stdout, f, now);
+	fflush(stdout);
+	pthread_mutex_unlock(&dp.print_lock);
+}
+
+static void *dp_main(void *arg)
+{
+	struct dpthread *t = arg;
+	struct uskb *skbs[DP_BURST];
+	uint64_t sweep_every = (uint64_t)(dp.idle_ms < 4000 ? dp.idle_ms / 4 + 1 : 1000) * 1000000ull;
+
+	t->next_sweep = now_ns() + sweep_every;
+	while (!atomic_load_explicit(&dp.stop, memory_order_relaxed)) {
+		uint32_t wakemask = 0;
+		int n = uskb_dev_rx(t->port->dev, t->rxq, skbs, DP_BURST, t->inflight ? 1 : 20);
+		uint64_t now = now_ns();
+		unsigned long want_dump;
+
+		if (n < 0 && n != -EINTR) {
+			pthread_mutex_lock(&dp.print_lock);
+			fprintf(stderr, "uskb-dp: %s queue %u: receive failed: %s\n", t->port->spec,
+				t->rxq, strerror(-n));
+			pthread_mutex_unlock(&dp.print_lock);
+			atomic_store(&dp.stop, 1);
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			process(t, skbs[i], now, &wakemask);
+		for (unsigned int h = 0; h < dp.nhandlers; h++) {
+			struct uskb *msg;
+
+			while ((msg = ring_pop(t->replies[h])))
+				apply_reply(t, msg, &wakemask);
+		}
+		for (unsigned int h = 0; wakemask; h++, wakemask >>= 1)
+			if (wakemask & 1)
+				dp_wake_handler(dp.hnd[h]);
+		out_flush(t);
+		if (now >= t->next_sweep) {
+			unsigned int gone = table_expire(&t->tab, now - (uint64_t)dp.idle_ms * 1000000ull);
+
+			cnt_add(&t->expired, gone);
+			atomic_store_explicit(&t->flows, t->tab.count, memory_order_relaxed);
+			t->next_sweep = now + sweep_every;
+		}
+		want_dump = atomic_load_explicit(&dp.dump_request, memory_order_relaxed);
+		if (want_dump != t->dumps_seen) {
+			t->dumps_seen = want_dump;
+			dump(t, now);
+		}
+	}
+	out_flush(t);
+	return NULL;
+}
+
+int dp_thread_start(struct dpthread *t)
+{
+	return -pthread_create(&t->tid, NULL, dp_main, t);
+}
+
+/* ---- the external handler's socket, datapath side ---- */
+
+int dp_send_external(struct uskb *msg)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(msg);
+	struct iovec iov[1 + USKB_MAX_SKB_FRAGS];
+	struct msghdr mh = { .msg_iov = iov };
+	ssize_t n;
+
+	/* the head and each frag as they are: the kernel copies them into its skb */
+	iov[0].iov_base = msg->data;
+	iov[0].iov_len = uskb_headlen(msg);
+	for (int i = 0; i < sh->nr_frags; i++) {
+		iov[1 + i].iov_base = uskb_frag_address(&sh->frags[i]);
+		iov[1 + i].iov_len = uskb_frag_size(&sh->frags[i]);
+	}
+	mh.msg_iovlen = 1 + (size_t)sh->nr_frags;
+	n = sendmsg(dp.hsock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return n == (ssize_t)msg->len ? 0 : -1;
+}
+
+void dp_deliver_reply(struct uskb *msg)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)msg->data;
+	struct dpthread *t;
+
+	/* nlmsg_pid names the thread, as the upcall's did */
+	if (msg->len < NLMSG_HDRLEN || nlh->nlmsg_pid < 1 || nlh->nlmsg_pid > dp.nthreads) {
+		cnt_add(&dp.ext_bad, 1);
+		uskb_free(msg);
+		return;
+	}
+	t = dp.thr[nlh->nlmsg_pid - 1];
+	/* the socket's reader is the one producer of reply ring 0 */
+	while (!ring_push(t->replies[0], msg)) {
+		if (atomic_load(&dp.stop)) {
+			uskb_free(msg);
+			return;
+		}
+		usleep(100);
+	}
+}

@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-dp: a flow datapath between uskb devices whose misses go up as Open
+ * vSwitch upcalls built with skb_zerocopy (seed 004). Options, ports,
+ * threads, the stats loop and the end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <linux/genetlink.h>
+
+#include "dp.h"
+
+static const char usage[] =
+	"Usage: uskb-dp -p PORT -p PORT [...] [OPTIONS]\n"
+	"       uskb-dp --handler-of PATH [--rules FILE]\n"
+	"\n"
+	"A flow datapath between uskb devices. Each packet's Open vSwitch flow key\n"
+	"is looked up in an exact-match table; a miss goes to a handler thread as an\n"
+	"OVS_PACKET_CMD_MISS upcall whose packet is referenced (uskb_zerocopy), not\n"
+	"copied. Handlers answer with OVS_FLOW_CMD_NEW and OVS_PACKET_CMD_EXECUTE.\n"
+	"\n"
+	"Ports (numbered from 1 in the order given):\n"
+	"  -p, --port SPEC        a uskb device: packet:IFNAME, xdp:IFNAME[:QUEUE][:copy|:zc],\n"
+	"                         null, pcap:FILE (send only), ... (uskb_dev_open(3));\n"
+	"                         one datapath thread per receive queue\n"
+	"Upcalls:\n"
+	"  -H, --handlers N       handler threads (default 1)\n"
+	"      --copy             copy each packet into its upcall (the stock path)\n"
+	"                         instead of referencing its pages\n"
+	"      --unaligned        no pad after the packet (OVS_DP_F_UNALIGNED)\n"
+	"      --queue N          upcalls queued per datapath thread and handler before\n"
+	"                         they are lost (default 1024)\n"
+	"      --rules FILE       the handlers' rules, before the learning switch\n"
+	"      --handler-socket PATH  handlers in another process: serve upcalls on\n"
+	"                         this SOCK_SEQPACKET socket (uskb-dp --handler-of PATH)\n"
+	"      --handler-of PATH  be that process: handle the upcalls of the datapath at PATH\n"
+	"      --upcall-pcap FILE write every upcall to FILE (pcap, LINKTYPE_NETLINK)\n"
+	"      --handler-stall MS handlers sleep MS before each upcall (to test loss)\n"
+	"Flows:\n"
+	"      --flow-limit N     most flows per datapath thread (default 200000)\n"
+	"      --idle-ms MS       a flow unused for MS goes (default 10000)\n"
+	"      --dump-flows       print the flows at the end (and on SIGUSR1)\n"
+	"Running:\n"
+	"  -d, --duration SEC     stop after SEC seconds (default: at Ctrl-C)\n"
+	"      --stats SEC        print the counters every SEC seconds\n"
+	"      --json             counters as one JSON object per line\n"
+	"  -v, --verbose          say why messages were refused\n"
+	"      --quiet            print nothing but errors (and --stats/--dump-flows)\n"
+	"  -h, --help             this text\n"
+	"  -V, --version\n"
+	"\n"
+	"Exit status: 0, 1 for a failure while running (or objects left live at\n"
+	"the end), 2 for bad options.\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		atomic_fetch_add(&dp.dump_request, 1);
+	else
+		interrupted = 1;
+}
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "uskb-dp: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'uskb-dp --help'.\n");
+	exit(2);
+}
+
+static unsigned long num(const char *opt, const char *s, unsigned long min, unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || v < min || v > max || *s == '-') {
+		fprintf(stderr, "uskb-dp: %s: '%s' is not a number from %lu to %lu\n", opt, s, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+static double seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v > 0) || !isfinite(v) || v > 1e7) {
+		fprintf(stderr, "uskb-dp: %s: '%s' is not a positive number of seconds\n", opt, s);
+		exit(2);
+	}
+	return v;
+}
+
+enum {
+	O_COPY = 256, O_UNALIGNED, O_QUEUE, O_RULES, O_HSOCK, O_HOF, O_PCAP, O_STALL, O_LIMIT,
+	O_IDLE, O_DUMP, O_STATS, O_JSON, O_QUIET,
+};
+
+static const struct option lopts[] = {
+	{ "port", required_argument, NULL, 'p' },
+	{ "handlers", required_argument, NULL, 'H' },
+	{ "copy", no_argument, NULL, O_COPY },
+	{ "unaligned", no_argument, NULL, O_UNALIGNED },
+	{ "queue", required_argument, NULL, O_QUEUE },
+	{ "rules", required_argument, NULL, O_RULES },
+	{ "handler-socket", required_argument, NULL, O_HSOCK },
+	{ "handler-of", required_argument, NULL, O_HOF },
+	{ "upcall-pcap", required_argument, NULL, O_PCAP },
+	{ "handler-stall", required_argument, NULL, O_STALL },
+	{ "flow-limit", required_argument, NULL, O_LIMIT },
+	{ "idle-ms", required_argument, NULL, O_IDLE },
+	{ "dump-flows", no_argument, NULL, O_DUMP },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "stats", required_argument, NULL, O_STATS },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, O_QUIET },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+
+static const char *port_specs[DP_MAX_PORTS];
+
+static void parse(int argc, char **argv)
+{
+	unsigned long handlers = 1;
+	int c;
+
+	dp.queue_len = 1024;
+	dp.flow_limit = 200000;
+	dp.idle_ms = 10000;
+	dp.hsock = -1;
+	while ((c = getopt_long(argc, argv, "p:H:d:vhV", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (dp.nports == DP_MAX_PORTS)
+				die_usage("at most %s ports", "32");
+			port_specs[dp.nports++] = optarg;
+			break;
+		case 'H': handlers = num("--handlers", optarg, 1, DP_MAX_HANDLERS); break;
+		case O_COPY: dp.copy = true; break;
+		case O_UNALIGNED: dp.unaligned = true; break;
+		case O_QUEUE: dp.queue_len = (unsigned int)num("--queue", optarg, 1, 1 << 20); break;
+		case O_RULES: dp.rules_file = optarg; break;
+		case O_HSOCK: dp.handler_socket = optarg; break;
+		case O_HOF: dp.handler_socket = optarg, dp.handler_only = true; break;
+		case O_PCAP: dp.upcall_pcap = optarg; break;
+		case O_STALL: dp.handler_stall_ms = (unsigned int)num("--handler-stall", optarg, 0, 60000); break;
+		case O_LIMIT: dp.flow_limit = (unsigned int)num("--flow-limit", optarg, 0, 1 << 24); break;
+		case O_IDLE: dp.idle_ms = (unsigned int)num("--idle-ms", optarg, 1, 86400000); break;
+		case O_DUMP: dp.dump_flows = true; break;
+		case 'd': dp.duration = seconds("--duration", optarg); break;
+		case O_STATS: dp.stats_interval = seconds("--stats", optarg); break;
+		case O_JSON: dp.json = true; break;
+		case 'v': dp.verbose = true; break;
+		case O_QUIET: dp.quiet = true; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		case 'V': printf("uskb-dp %s\n", USKB_VERSION_STRING); exit(0);
+		default: fprintf(stderr, "Try 'uskb-dp --help'.\n"); exit(2);
+		}
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if (dp.handler_only) {
+		if (dp.nports)
+			die_usage("%s: a handler process has no ports of its own", "--handler-of");
+		return;
+	}
+	if (!dp.nports)
+		die_usage("%s", "no ports: give at least one with -p SPEC");
+	dp.nhandlers = dp.handler_socket ? 1 : (unsigned int)handlers;
+	/* a power of two, at least what was asked */
+	while (dp.queue_len & (dp.queue_len - 1))
+		dp.queue_len += dp.queue_len & -dp.queue_len;
+}
+
+static void open_ports(void)
+{
+	for (unsigned int i = 0; i < dp.nports; i++) {
+		struct port *p = &dp.port[i];
+
+		p->no = i + 1;
+		p->spec = port_specs[i];
+		p->dev = uskb_dev_open(p->spec);
+		if (!p->dev) {
+			fprintf(stderr, "uskb-dp: port %u: %s\n", p->no, uskb_dev_strerror());
+			exit(1);
+		}
+		p->ntx = p->dev->nqueues ? p->dev->nqueues : 1;
+		for (unsigned int q = 0; q < p->dev->nrxqueues; q++) {
+			struct dpthread *t;
+
+			if (dp.nthreads == DP_MAX_THREADS) {
+				fprintf(stderr, "uskb-dp: more than %d receive queues\n", DP_MAX_THREADS);
+				exit(1);
+			}
+			t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
+			if (!t)
+				exit(1);
+			memset(t, 0, sizeof(*t));
+			t->id = dp.nthreads;
+			t->port = p;
+			t->rxq = q;
+			dp.thr[dp.nthreads++] = t;
+		}
+	}
+	if (!dp.nthreads) {
+		fprintf(stderr, "uskb-dp: no port can receive: nothing to do\n");
+		exit(2);
+	}
+	/* threads that would share a transmit queue take turns on it */
+	for (unsigned int i = 0; i < dp.nports; i++) {
+		struct port *p = &dp.port[i];
+
+		if (dp.nthreads <= p->ntx)
+			continue;
+		p->txlock = calloc(p->ntx, sizeof(*p->txlock));
+		for (unsigned int q = 0; q < p->ntx; q++)
+			pthread_mutex_init(&p->txlock[q], NULL);
+	}
+}
+
+static struct ring *ring_or_die(unsigned int size)
+{
+	struct ring *r = ring_new(size);
+
+	if (!r) {
+		fprintf(stderr, "uskb-dp: out of memory\n");
+		exit(1);
+	}
+	return r;
+}
+
+struct ring *ring_new(unsigned int size)
+{
+	struct ring *r = aligned_alloc(64, (sizeof(*r) + size * sizeof(void *) + 63) & ~(size_t)63);
+
+	if (!r)
+		return NULL;
+	atomic_init(&r->head, 0);
+	atomic_init(&r->tail, 0);
+	r->mask = size - 1;
+	return r;
+}
+
+void ring_free(struct ring *r)
+{
+	struct uskb *msg;
+
+	if (!r)
+		return;
+	while ((msg = ring_pop(r)))
+		uskb_free(msg);
+	free(r);
+}
+
+static void make_rings(void)
+{
+	for (unsigned int h = 0; h < dp.nhandlers; h++) {
+		struct handler *hd = NULL;
+
+		if (!dp.handler_socket) {
+			hd = calloc(1, sizeof(*hd));
+			if (!hd)
+				exit(1);
+			hd->id = h;
+			hd->efd = -1;
+			dp.hnd[h] = hd;
+		}
+		for (unsigned int i = 0; i < dp.nthreads; i++) {
+			if (hd)
+				hd->upcalls[i] = ring_or_die(dp.queue_len);
+			/* room for both replies of every queued upcall, and more */
+			dp.thr[i]->replies[h] = ring_or_die(dp.queue_len * 4);
+		}
+	}
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		if (table_init(&dp.thr[i]->tab, dp.flow_limit)) {
+			fprintf(stderr, "uskb-dp: out of memory\n");
+			exit(1);
+		}
+}
+
+/* ---- --handler-socket: the datapath's side ---- */
+
+static pthread_t reader;
+static int listen_fd = -1;
+
+static int send_vports(int fd)
+{
+	for (unsigned int i = 0; i < dp.nports; i++) {
+		struct uskb *msg = uskb_nlmsg_new(GENL_HDRLEN + 4 + 256);
+		struct ovs_header *oh;
+		int ret = -1;
+
+		if (!msg)
+			return -1;
+		oh = uskb_genlmsg_put(msg, 0, 0, DP_FAMILY_VPORT, sizeof(*oh), 0, OVS_VPORT_CMD_NEW,
+				      OVS_VPORT_VERSION);
+		if (oh && !uskb_nla_put_u32(msg, OVS_VPORT_ATTR_PORT_NO, dp.port[i].no) &&
+		    !uskb_nla_put(msg, OVS_VPORT_ATTR_NAME, (int)strnlen(dp.port[i].spec, 200) + 1,
+				  dp.port[i].spec)) {
+			uskb_nlmsg_end(msg, (struct nlmsghdr *)msg->data);
+			ret = send(fd, msg->data, msg->len, MSG_NOSIGNAL) == (ssize_t)msg->len ? 0 : -1;
+		}
+		uskb_free(msg);
+		if (ret)
+			return -1;
+	}
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	static uint8_t buf[1 << 17];
+
+	(void)arg;
+	while (!atomic_load(&dp.stop)) {
+		ssize_t n = recv(dp.hsock, buf, sizeof(buf), MSG_TRUNC);
+		struct uskb *msg;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (!atomic_load(&dp.stop))
+				fprintf(stderr, "uskb-dp: the external handler went away\n");
+			break;
+		}
+		if ((size_t)n > sizeof(buf) || !(msg = uskb_alloc((unsigned int)n))) {
+			cnt_add(&dp.ext_bad, 1);
+			continue;
+		}
+		uskb_put_data(msg, buf, (unsigned int)n);
+		dp_deliver_reply(msg);
+	}
+	return NULL;
+}
+
+static void serve_handler_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int sndbuf = 4 << 20;
+
+	if (strlen(dp.handler_socket) >= sizeof(sa.sun_path))
+		die_usage("--handler-socket: path too long: %s", dp.handler_socket);
+	strcpy(sa.sun_path, dp.handler_socket);
+	unlink(sa.sun_path);
+	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(listen_fd, 1)) {
+		fprintf(stderr, "uskb-dp: --handler-socket %s: %s\n", dp.handler_socket, strerror(errno));
+		exit(1);
+	}
+	if (!dp.quiet)
+		fprintf(stderr, "uskb-dp: waiting for a handler on %s (uskb-dp --handler-of %s)\n",
+			dp.handler_socket, dp.handler_socket);
+	while ((dp.hsock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+		if (errno != EINTR || interrupted) {
+			fprintf(stderr, "uskb-dp: --handler-socket: %s\n",
+				interrupted ? "interrupted" : strerror(errno));
+			exit(1);
+		}
+	}
+	/* the socket's buffer is the upcall queue: the kernel's handlers get 4 MiB */
+	setsockopt(dp.hsock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (send_vports(dp.hsock) || pthread_create(&reader, NULL, reader_main, NULL)) {
+		fprintf(stderr, "uskb-dp: --handler-socket: the handler went away\n");
+		exit(1);
+	}
+}
+
+/* ---- counters ---- */
+
+struct totals {
+	uint64_t hit, missed, lost, flows, executed, bad_replies, bad_frames, action_upcalls,
+		flow_limit, expired, handled, refused;
+};
+
+static void totals(struct totals *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned int i = 0; i < dp.nthreads; i++) {
+		struct dpthread *t = dp.thr[i];
+
+		s->hit += cnt_get(&t->hit);
+		s->missed += cnt_get(&t->missed);
+		s->lost += cnt_get(&t->lost);
+		s->flows += cnt_get(&t->flows);
+		s->executed += cnt_get(&t->executed);
+		s->bad_replies += cnt_get(&t->bad_replies);
+		s->bad_frames += cnt_get(&t->bad_frames);
+		s->action_upcalls += cnt_get(&t->action_upcalls);
+		s->flow_limit += cnt_get(&t->flow_limit);
+		s->expired += cnt_get(&t->expired);
+	}
+	s->bad_replies += cnt_get(&dp.ext_bad);
+	for (unsigned int h = 0; h < dp.nhandlers; h++) {
+		if (!dp.hnd[h])
+			continue;
+		s->handled += cnt_get(&dp.hnd[h]->handled);
+		s->refused += cnt_get(&dp.hnd[h]->bad) + cnt_get(&dp.hnd[h]->refused);
+	}
+}
+
+static void print_stats(double elapsed, bool final)
+{
+	struct totals s;
+
+	totals(&s);
+	if (dp.json) {
+		printf("{\"time\": %.3f, \"final\": %s, \"mode\": \"%s\", \"hit\": %" PRIu64
+		       ", \"missed\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"flows\": %" PRIu64
+		       ", \"expired\": %" PRIu64 ", \"flow_limit_hit\": %" PRIu64
+		       ", \"executed\": %" PRIu64 ", \"action_upcalls\": %" PRIu64
+		       ", \"handled\": %" PRIu64 ", \"refused\": %" PRIu64
+		       ", \"bad_replies\": %" PRIu64 ", \"bad_frames\": %" PRIu64 ", \"ports\": [",
+		       elapsed, final ? "true" : "false", dp.copy ? "copy" : "zerocopy", s.hit,
+		       s.missed, s.lost, s.flows, s.expired, s.flow_limit, s.executed,
+		       s.action_upcalls, s.handled, s.refused, s.bad_replies, s.bad_frames);
+	} else {
+		printf("uskb-dp: %.1f s (%s upcalls)\n  lookups: hit:%" PRIu64 " missed:%" PRIu64
+		       " lost:%" PRIu64 "\n  flows: %" PRIu64 "\n",
+		       elapsed, dp.copy ? "copy" : "zerocopy", s.hit, s.missed, s.lost, s.flows);
+		printf("  upcalls: handled:%" PRIu64 " refused:%" PRIu64 " executed:%" PRIu64
+		       " bad-replies:%" PRIu64 " action:%" PRIu64 "\n",
+		       s.handled, s.refused, s.executed, s.bad_replies, s.action_upcalls);
+		if (s.expired || s.flow_limit || s.bad_frames)
+			printf("  expired:%" PRIu64 " flow-limit-hit:%" PRIu64 " bad-frames:%" PRIu64 "\n",
+			       s.expired, s.flow_limit, s.bad_frames);
+	}
+	for (unsigned int i = 0; i < dp.nports; i++) {
+		struct uskb_dev_stats st;
+
+		uskb_dev_get_stats(dp.port[i].dev, -1, &st);
+		if (dp.json)
+			printf("%s{\"port\": %u, \"spec\": \"%s\", \"rx_packets\": %" PRIu64
+			       ", \"rx_bytes\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
+			       ", \"tx_packets\": %" PRIu64 ", \"tx_bytes\": %" PRIu64
+			       ", \"tx_dropped\": %" PRIu64 "}",
+			       i ? ", " : "", dp.port[i].no, dp.port[i].spec, st.rx_packets, st.rx_bytes,
+			       st.rx_dropped, st.tx_packets, st.tx_bytes, st.tx_dropped + st.tx_busy);
+		else
+			printf("  port %u: %s\n    RX packets:%" PRIu64 " dropped:%" PRIu64
+			       "\n    TX packets:%" PRIu64 " dropped:%" PRIu64 "\n",
+			       dp.port[i].no, dp.port[i].spec, st.rx_packets, st.rx_dropped,
+			       st.tx_packets, st.tx_dropped + st.tx_busy);
+	}
+	if (dp.json)
+		printf("]}\n");
+	fflush(stdout);
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t start, next_stats;
+	int status = 0;
+
+	parse(argc, argv);
+	catch_signals();
+	if (dp.rules_file && rules_load(dp.rules_file))
+		return 2;
+	if (dp.handler_only) {
+		status = handler_external(dp.handler_socket);
+		rules_free();
+		return status;
+	}
+	pthread_mutex_init(&dp.print_lock, NULL);
+	open_ports();
+	make_rings();
+	if (dp.upcall_pcap && pcap_open(dp.upcall_pcap))
+		return 1;
+	if (dp.handler_socket)
+		serve_handler_socket();
+	else if (handlers_start()) {
+		fprintf(stderr, "uskb-dp: cannot start the handlers: %s\n", strerror(errno));
+		return 1;
+	}
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		if (dp_thread_start(dp.thr[i])) {
+			fprintf(stderr, "uskb-dp: cannot start a thread: %s\n", strerror(errno));
+			atomic_store(&dp.stop, 1);
+			dp.nthreads = i;
+			status = 1;
+			break;
+		}
+	if (!dp.quiet && !status) {
+		fprintf(stderr, "uskb-dp: %u port%s, %u datapath thread%s, %s, %s upcalls\n",
+			dp.nports, dp.nports == 1 ? "" : "s", dp.nthreads, dp.nthreads == 1 ? "" : "s",
+			dp.handler_socket ? "an external handler" : dp.nhandlers == 1 ? "1 handler" : "handlers",
+			dp.copy ? "copied" : "zero-copy");
+	}
+	start = now_ns();
+	next_stats = start + (uint64_t)(dp.stats_interval * 1e9);
+	while (!interrupted && !atomic_load(&dp.stop)) {
+		uint64_t now = now_ns();
+
+		if (dp.duration && now - start >= (uint64_t)(dp.duration * 1e9))
+			break;
+		if (dp.stats_interval && now >= next_stats) {
+			pthread_mutex_lock(&dp.print_lock);
+			print_stats((double)(now - start) / 1e9, false);
+			pthread_mutex_unlock(&dp.print_lock);
+			next_stats += (uint64_t)(dp.stats_interval * 1e9);
+		}
+		usleep(10000);
+	}
+	atomic_store(&dp.stop, 1);
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		pthread_join(dp.thr[i]->tid, NULL);
+	if (dp.handler_socket && dp.hsock >= 0) {
+		shutdown(dp.hsock, SHUT_RDWR);
+		pthread_join(reader, NULL);
+		close(dp.hsock);
+		close(listen_fd);
+		unlink(dp.handler_socket);
+	} else {
+		handlers_stop();
+	}
+	if (!dp.quiet || dp.json)
+		print_stats((double)(now_ns() - start) / 1e9, true);
+	if (dp.dump_flows)
+		for (unsigned int i = 0; i < dp.nthreads; i++)
+			for (uint32_t b = 0; b <= dp.thr[i]->tab.mask; b++)
+				for (struct flow *f = dp.thr[i]->tab.bucket[b]; f; f = f->next)
+					flow_print(stdout, f, now_ns());
+	/* what is still queued goes, then the tables and the ports */
+	for (unsigned int i = 0; i < dp.nthreads; i++) {
+		for (unsigned int h = 0; h < dp.nhandlers; h++) {
+			ring_free(dp.thr[i]->replies[h]);
+			if (dp.hnd[h])
+				ring_free(dp.hnd[h]->upcalls[i]);
+		}
+		table_destroy(&dp.thr[i]->tab);
+	}
+	for (unsigned int i = 0; i < dp.nports; i++) {
+		uskb_dev_close(dp.port[i].dev);
+		free(dp.port[i].txlock);
+	}
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		free(dp.thr[i]);
+	for (unsigned int h = 0; h < dp.nhandlers; h++)
+		free(dp.hnd[h]);
+	pcap_close();
+	rules_free();
+	if (!uskb_stats_all_freed()) {
+		fprintf(stderr, "uskb-dp: live objects remain at the end (a leak)\n");
+		status = 1;
+	}
+	return status;
+}
