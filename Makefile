@@ -241,7 +241,7 @@ FUZZ_CC     ?= clang
 FUZZ_FLAGS  := -std=gnu11 -Iinclude -Isrc -g -O1 -fsanitize=fuzzer,address,undefined
 FUZZ_TIME   ?= 60
 
-fuzz: build/fuzz/fuzz_skb build/fuzz/fuzz_pktgen
+fuzz: build/fuzz/fuzz_skb build/fuzz/fuzz_pktgen $(if $(MNL_LIBS),build/fuzz/fuzz_dp)
 
 build/fuzz/fuzz_skb: fuzz/fuzz_skb.c $(TEST_LIBSRC) test/model.h $(CORE_SRCS) $(HEADERS)
 	@mkdir -p $(@D)
@@ -253,13 +253,23 @@ build/fuzz/fuzz_pktgen: fuzz/fuzz_pktgen.c $(LIB_SRCS) $(HEADERS) src/pktgen/pg.
 	$(call quiet,CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) fuzz/fuzz_pktgen.c $(LIB_SRCS) -o $@ -lpthread
 
-# FUZZ_TIME seconds in all: two thirds on the skb operations, a third on the pktgen parser
+# uskb-dp's parsers: frames into keys, netlink messages from handlers (libmnl)
+build/fuzz/fuzz_dp: fuzz/fuzz_dp.c tools/dp/msg.c tools/dp/dp.h $(CORE_SRCS) $(HEADERS)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -DUSKB_VERSION_STRING=\"fuzz\" fuzz/fuzz_dp.c tools/dp/msg.c \
+		$(CORE_SRCS) -o $@ -lpthread $(MNL_LIBS)
+
+# FUZZ_TIME seconds in all: half on the skb operations, a quarter each on the
+# pktgen parser and uskb-dp's parsers
 fuzz-run: fuzz
-	@mkdir -p build/fuzz/corpus build/fuzz/corpus-pktgen
-	build/fuzz/fuzz_skb -max_total_time=$$(( $(FUZZ_TIME) * 2 / 3 )) -print_final_stats=1 \
+	@mkdir -p build/fuzz/corpus build/fuzz/corpus-pktgen build/fuzz/corpus-dp
+	build/fuzz/fuzz_skb -max_total_time=$$(( $(FUZZ_TIME) / 2 )) -print_final_stats=1 \
 		build/fuzz/corpus fuzz/corpus
-	build/fuzz/fuzz_pktgen -max_total_time=$$(( $(FUZZ_TIME) / 3 )) -print_final_stats=1 \
+	build/fuzz/fuzz_pktgen -max_total_time=$$(( $(FUZZ_TIME) / 4 )) -print_final_stats=1 \
 		-max_len=2048 build/fuzz/corpus-pktgen fuzz/corpus-pktgen
+	$(if $(MNL_LIBS),build/fuzz/fuzz_dp -max_total_time=$$(( $(FUZZ_TIME) / 4 )) -print_final_stats=1 \
+		-max_len=4096 build/fuzz/corpus-dp fuzz/corpus-dp)
 
 # ---- benchmarks ----
 
