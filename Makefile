@@ -209,8 +209,8 @@ $(BUILD)/test/%.bash: test/%.bash
 	$(Q)install -m 644 $< $@
 
 # test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
-$(BUILD)/test/netlink $(BUILD)/test/ovs: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
-$(BUILD)/test/netlink $(BUILD)/test/ovs: ALL_LDLIBS += $(MNL_LIBS)
+$(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
+$(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: ALL_LDLIBS += $(MNL_LIBS)
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

@@ -37,16 +37,17 @@ uint64_t now_ns(void)
 static void port_xmit(struct dpthread *t, unsigned int pi)
 {
 	struct port *p = &dp.port[pi];
-	unsigned int n = t->nout[pi], q = t->id % p->ntx;
+	unsigned int n = t->nout[pi], q = p->nrx ? t->rxq : t->id % p->ntx;
+	bool lock = !p->nrx && p->txlock;
 	int res[DP_BURST];
 
 	if (!n)
 		return;
-	if (p->txlock)
+	if (lock)
 		pthread_mutex_lock(&p->txlock[q]);
 	uskb_dev_xmit(p->dev, q, t->out[pi], (int)n, res);
 	uskb_dev_flush(p->dev, q);
-	if (p->txlock)
+	if (lock)
 		pthread_mutex_unlock(&p->txlock[q]);
 	for (unsigned int i = 0; i < n; i++)
 		if (res[i] == USKB_XMIT_BUSY) /* the device counted it (tx_busy) */
@@ -60,13 +61,43 @@ static void out_flush(struct dpthread *t)
 		port_xmit(t, i);
 }
 
-static void output(struct dpthread *t, unsigned int port, struct uskb *skb)
+static void batch(struct dpthread *t, unsigned int pi, struct uskb *skb)
 {
-	unsigned int pi = port - 1;
-
 	t->out[pi][t->nout[pi]++] = skb;
 	if (t->nout[pi] == DP_BURST)
 		port_xmit(t, pi);
+}
+
+static void output(struct dpthread *t, unsigned int port, struct uskb *skb)
+{
+	struct port *p = &dp.port[port - 1];
+	struct dpthread *owner;
+
+	if (!p->nrx || p == t->port) {
+		batch(t, port - 1, skb);
+		return;
+	}
+	/* another thread's queue: that thread sends it */
+	owner = p->rxthr[t->id % p->nrx];
+	if (!ring_push(owner->inbox[t->id], skb)) {
+		cnt_add(&t->handoff_drops, 1);
+		uskb_free(skb);
+	}
+}
+
+/* what other threads handed over, sent on this thread's queue */
+static void take_inboxes(struct dpthread *t)
+{
+	unsigned int pi = t->port->no - 1;
+
+	for (unsigned int i = 0; i < dp.nthreads; i++) {
+		struct uskb *skb;
+
+		if (!t->inbox[i])
+			continue;
+		while ((skb = ring_pop(t->inbox[i])))
+			batch(t, pi, skb);
+	}
 }
 
 /* ---- actions ---- */
@@ -298,7 +329,9 @@ static void *dp_main(void *arg)
 	t->next_sweep = now_ns() + sweep_every;
 	while (!atomic_load_explicit(&dp.stop, memory_order_relaxed)) {
 		uint32_t wakemask = 0;
-		int n = uskb_dev_rx(t->port->dev, t->rxq, skbs, DP_BURST, t->inflight ? 1 : 20);
+		/* others may hand frames over at any time: wait 1 ms at most then */
+		int n = uskb_dev_rx(t->port->dev, t->rxq, skbs, DP_BURST,
+				    t->inflight || dp.nthreads > 1 ? 1 : 20);
 		uint64_t now = now_ns();
 		unsigned long want_dump;
 
@@ -321,6 +354,7 @@ static void *dp_main(void *arg)
 		for (unsigned int h = 0; wakemask; h++, wakemask >>= 1)
 			if (wakemask & 1)
 				dp_wake_handler(dp.hnd[h]);
+		take_inboxes(t);
 		out_flush(t);
 		if (now >= t->next_sweep) {
 			unsigned int gone = table_expire(&t->tab, now - (uint64_t)dp.idle_ms * 1000000ull);
@@ -335,6 +369,7 @@ static void *dp_main(void *arg)
 			dump(t, now);
 		}
 	}
+	take_inboxes(t);
 	out_flush(t);
 	return NULL;
 }

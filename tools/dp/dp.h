@@ -117,7 +117,16 @@ struct port {
 	const char *spec;
 	struct uskb_dev *dev;
 	unsigned int ntx; /* transmit queues in use */
-	pthread_mutex_t *txlock; /* one per transmit queue, when threads share one */
+	/*
+	 * A device queue is one thread's at a time, receive and transmit
+	 * alike (uskb/dev.h): a port that receives has its queues owned by
+	 * their receiving threads, and others hand them frames to send
+	 * (their inboxes). A port that only sends is shared under a lock
+	 * per queue, when threads would share one.
+	 */
+	struct dpthread *rxthr[DP_MAX_THREADS];
+	unsigned int nrx;
+	pthread_mutex_t *txlock;
 };
 
 struct flow {
@@ -144,12 +153,14 @@ struct dpthread {
 	struct table tab;
 	/* replies from each handler (FLOW_CMD_NEW, PACKET_CMD_EXECUTE) */
 	struct ring *replies[DP_MAX_HANDLERS];
+	/* frames other threads want sent on this thread's queue, one ring per thread */
+	struct ring *inbox[DP_MAX_THREADS];
 	uint64_t inflight;   /* misses queued whose EXECUTE has not come back */
 	uint64_t next_sweep; /* when to look for idle flows next */
 	uint64_t dumps_seen;
 	/* what stats show, written here only */
 	counter_t hit, missed, lost, action_upcalls, flows, executed, bad_replies, flow_limit,
-		bad_frames, expired;
+		bad_frames, expired, handoff_drops;
 	/* frames to send, by port, flushed at the end of each burst */
 	unsigned int nout[DP_MAX_PORTS];
 	struct uskb *out[DP_MAX_PORTS][DP_BURST];

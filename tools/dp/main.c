@@ -218,17 +218,18 @@ static void open_ports(void)
 			t->port = p;
 			t->rxq = q;
 			dp.thr[dp.nthreads++] = t;
+			p->rxthr[p->nrx++] = t;
 		}
 	}
 	if (!dp.nthreads) {
 		fprintf(stderr, "uskb-dp: no port can receive: nothing to do\n");
 		exit(2);
 	}
-	/* threads that would share a transmit queue take turns on it */
+	/* threads that would share a transmit queue of a send-only port take turns on it */
 	for (unsigned int i = 0; i < dp.nports; i++) {
 		struct port *p = &dp.port[i];
 
-		if (dp.nthreads <= p->ntx)
+		if (p->nrx || dp.nthreads <= p->ntx)
 			continue;
 		p->txlock = calloc(p->ntx, sizeof(*p->txlock));
 		for (unsigned int q = 0; q < p->ntx; q++)
@@ -290,6 +291,11 @@ static void make_rings(void)
 			dp.thr[i]->replies[h] = ring_or_die(dp.queue_len * 4);
 		}
 	}
+	/* a ring from each thread to each other thread that owns queues */
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		for (unsigned int j = 0; j < dp.nthreads; j++)
+			if (i != j)
+				dp.thr[i]->inbox[j] = ring_or_die(DP_BURST * 16);
 	for (unsigned int i = 0; i < dp.nthreads; i++)
 		if (table_init(&dp.thr[i]->tab, dp.flow_limit)) {
 			fprintf(stderr, "uskb-dp: out of memory\n");
@@ -389,7 +395,7 @@ static void serve_handler_socket(void)
 
 struct totals {
 	uint64_t hit, missed, lost, flows, executed, bad_replies, bad_frames, action_upcalls,
-		flow_limit, expired, handled, refused;
+		flow_limit, expired, handled, refused, handoff_drops;
 };
 
 static void totals(struct totals *s)
@@ -408,6 +414,7 @@ static void totals(struct totals *s)
 		s->action_upcalls += cnt_get(&t->action_upcalls);
 		s->flow_limit += cnt_get(&t->flow_limit);
 		s->expired += cnt_get(&t->expired);
+		s->handoff_drops += cnt_get(&t->handoff_drops);
 	}
 	s->bad_replies += cnt_get(&dp.ext_bad);
 	for (unsigned int h = 0; h < dp.nhandlers; h++) {
@@ -429,10 +436,12 @@ static void print_stats(double elapsed, bool final)
 		       ", \"expired\": %" PRIu64 ", \"flow_limit_hit\": %" PRIu64
 		       ", \"executed\": %" PRIu64 ", \"action_upcalls\": %" PRIu64
 		       ", \"handled\": %" PRIu64 ", \"refused\": %" PRIu64
-		       ", \"bad_replies\": %" PRIu64 ", \"bad_frames\": %" PRIu64 ", \"ports\": [",
+		       ", \"bad_replies\": %" PRIu64 ", \"bad_frames\": %" PRIu64
+		       ", \"handoff_drops\": %" PRIu64 ", \"ports\": [",
 		       elapsed, final ? "true" : "false", dp.copy ? "copy" : "zerocopy", s.hit,
 		       s.missed, s.lost, s.flows, s.expired, s.flow_limit, s.executed,
-		       s.action_upcalls, s.handled, s.refused, s.bad_replies, s.bad_frames);
+		       s.action_upcalls, s.handled, s.refused, s.bad_replies, s.bad_frames,
+		       s.handoff_drops);
 	} else {
 		printf("uskb-dp: %.1f s (%s upcalls)\n  lookups: hit:%" PRIu64 " missed:%" PRIu64
 		       " lost:%" PRIu64 "\n  flows: %" PRIu64 "\n",
@@ -440,9 +449,10 @@ static void print_stats(double elapsed, bool final)
 		printf("  upcalls: handled:%" PRIu64 " refused:%" PRIu64 " executed:%" PRIu64
 		       " bad-replies:%" PRIu64 " action:%" PRIu64 "\n",
 		       s.handled, s.refused, s.executed, s.bad_replies, s.action_upcalls);
-		if (s.expired || s.flow_limit || s.bad_frames)
-			printf("  expired:%" PRIu64 " flow-limit-hit:%" PRIu64 " bad-frames:%" PRIu64 "\n",
-			       s.expired, s.flow_limit, s.bad_frames);
+		if (s.expired || s.flow_limit || s.bad_frames || s.handoff_drops)
+			printf("  expired:%" PRIu64 " flow-limit-hit:%" PRIu64 " bad-frames:%" PRIu64
+			       " handoff-drops:%" PRIu64 "\n",
+			       s.expired, s.flow_limit, s.bad_frames, s.handoff_drops);
 	}
 	for (unsigned int i = 0; i < dp.nports; i++) {
 		struct uskb_dev_stats st;
@@ -558,6 +568,8 @@ int main(int argc, char **argv)
 			if (dp.hnd[h])
 				ring_free(dp.hnd[h]->upcalls[i]);
 		}
+		for (unsigned int j = 0; j < dp.nthreads; j++)
+			ring_free(dp.thr[i]->inbox[j]);
 		table_destroy(&dp.thr[i]->tab);
 	}
 	for (unsigned int i = 0; i < dp.nports; i++) {

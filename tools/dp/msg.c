@@ -30,7 +30,22 @@ struct walk {
 	const char *why;
 	unsigned int seen; /* bit per attribute type */
 	bool after_packet;
+	size_t end; /* where the last attribute seen ends (aligned) */
 };
+
+/*
+ * libmnl stops at the first attribute that does not fit, and calls that
+ * the end: a parse is whole only when its attributes reach the end.
+ */
+static bool covered(const void *base, size_t len, const void *last_end)
+{
+	return (size_t)((const uint8_t *)last_end - (const uint8_t *)base) >= len;
+}
+
+static const void *attr_end(const struct nlattr *attr)
+{
+	return (const uint8_t *)attr + NLA_ALIGN(attr->nla_len);
+}
 
 static int msg_attr(const struct nlattr *attr, void *data)
 {
@@ -39,6 +54,7 @@ static int msg_attr(const struct nlattr *attr, void *data)
 	size_t off = (size_t)((const uint8_t *)attr - w->head);
 	size_t end = off + NLA_ALIGN(attr->nla_len);
 
+	w->end = end;
 	if (w->after_packet)
 		return w->why = "an attribute after the packet", MNL_CB_ERROR;
 	if (type >= 32 || (w->seen & (1u << type)))
@@ -133,8 +149,10 @@ int msg_parse(const uint8_t *head, size_t headlen, size_t len, struct dp_msg *m,
 	}
 	g = mnl_nlmsg_get_payload(nlh);
 	m->genl_cmd = g->cmd;
-	if (mnl_attr_parse(nlh, GENL_HDRLEN + sizeof(struct ovs_header), msg_attr, &w) != MNL_CB_OK) {
-		*why = w.why ? w.why : "malformed attributes";
+	w.end = hdr;
+	if (mnl_attr_parse(nlh, GENL_HDRLEN + sizeof(struct ovs_header), msg_attr, &w) != MNL_CB_OK ||
+	    w.end < len) {
+		*why = w.why ? w.why : "an attribute that does not fit the message";
 		return -EINVAL;
 	}
 	if (!m->key) {
@@ -162,6 +180,7 @@ static const uint8_t key_size[OVS_KEY_ATTR_MAX + 1] = {
 struct key_tb {
 	const struct nlattr *a[OVS_KEY_ATTR_MAX + 1];
 	const char *why;
+	const void *end;
 };
 
 static int key_attr(const struct nlattr *attr, void *data)
@@ -169,6 +188,7 @@ static int key_attr(const struct nlattr *attr, void *data)
 	struct key_tb *tb = data;
 	unsigned int type = mnl_attr_get_type(attr);
 
+	tb->end = attr_end(attr);
 	if (type > OVS_KEY_ATTR_MAX || (type != OVS_KEY_ATTR_ENCAP && !key_size[type]))
 		return tb->why = "a key attribute this datapath does not know", MNL_CB_ERROR;
 	if (tb->a[type])
@@ -194,12 +214,13 @@ static uint16_t u16_of(const struct nlattr *a)
 static int key_level(const struct nlattr *nest, struct uskb_ovs_key *k, int depth,
 		     const char **why)
 {
-	struct key_tb tb = { 0 };
+	struct key_tb tb = { .end = mnl_attr_get_payload(nest) };
 	const struct nlattr *const *a = tb.a;
 	uint16_t type;
 
-	if (mnl_attr_parse_nested(nest, key_attr, &tb) != MNL_CB_OK) {
-		*why = tb.why ? tb.why : "malformed key attributes";
+	if (mnl_attr_parse_nested(nest, key_attr, &tb) != MNL_CB_OK ||
+	    !covered(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), tb.end)) {
+		*why = tb.why ? tb.why : "a key attribute that does not fit its nest";
 		return -EINVAL;
 	}
 	if (depth == 0) {
@@ -343,12 +364,14 @@ struct act_walk {
 	struct actions *a;
 	unsigned int nports;
 	const char *why;
+	const void *end, *uend;
 };
 
 static int userspace_attr(const struct nlattr *attr, void *data)
 {
 	struct act_walk *w = data;
 
+	w->uend = attr_end(attr);
 	switch (mnl_attr_get_type(attr)) {
 	case OVS_USERSPACE_ATTR_PID:
 		if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
@@ -370,6 +393,7 @@ static int action_attr(const struct nlattr *attr, void *data)
 	struct action *x;
 	unsigned int type = mnl_attr_get_type(attr);
 
+	w->end = attr_end(attr);
 	if (w->a->n == DP_MAX_ACTIONS)
 		return w->why = "more than 32 actions", MNL_CB_ERROR;
 	x = &w->a->a[w->a->n];
@@ -402,8 +426,11 @@ static int action_attr(const struct nlattr *attr, void *data)
 	case OVS_ACTION_ATTR_USERSPACE:
 		if (w->a->udlen || mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0)
 			return w->why = "a bad userspace action, or a second one", MNL_CB_ERROR;
+		w->uend = mnl_attr_get_payload(attr);
 		if (mnl_attr_parse_nested(attr, userspace_attr, w) != MNL_CB_OK)
 			return MNL_CB_ERROR;
+		if (!covered(mnl_attr_get_payload(attr), mnl_attr_get_payload_len(attr), w->uend))
+			return w->why = "a userspace attribute that does not fit its nest", MNL_CB_ERROR;
 		if (!w->a->udlen) { /* an empty USERDATA marks "there was one" */
 			w->a->udlen = NLA_HDRLEN;
 			memset(w->a->userdata, 0, NLA_HDRLEN);
@@ -426,8 +453,10 @@ int msg_actions(const struct nlattr *nest, unsigned int nports, struct actions *
 	memset(a, 0, sizeof(*a));
 	if (!nest)
 		return 0; /* no actions: drop */
-	if (mnl_attr_parse_nested(nest, action_attr, &w) != MNL_CB_OK) {
-		*why = w.why ? w.why : "malformed actions";
+	w.end = mnl_attr_get_payload(nest);
+	if (mnl_attr_parse_nested(nest, action_attr, &w) != MNL_CB_OK ||
+	    !covered(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), w.end)) {
+		*why = w.why ? w.why : "an action that does not fit its nest";
 		return -EINVAL;
 	}
 	return 0;

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-dp against a handler that this test plays, over --handler-socket,
+ * with udp: ports on loopback (no root needed): the datapath announces its
+ * ports (OVS_VPORT_CMD_NEW), sends a MISS upcall whose packet is the frame
+ * sent in (checked with libmnl), refuses and counts every malformed reply —
+ * lengths that lie, truncated and unknown attributes, a duplicate, a key
+ * not in its encoding, a port that does not exist, a packet shorter than
+ * Ethernet, a thread that does not exist, garbage — and applies the one
+ * good FLOW_CMD_NEW and EXECUTE: the frame comes out of port 2 and the
+ * flow's next frames hit. It ends with no leak (exit 0).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <uskb/uskb.h>
+#include "t.h"
+
+#ifdef USKB_HAVE_MNL
+#include <libmnl/libmnl.h>
+
+#define FAM_PACKET 0x1e
+#define FAM_FLOW 0x1f
+#define FAM_VPORT 0x20
+
+static uint8_t frame[200];
+static const unsigned int FLEN = 120;
+
+static int udp_sock(uint16_t *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	getsockname(fd, (struct sockaddr *)&sa, &len);
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* a free UDP port on loopback (bound and closed: the datapath takes it next) */
+static uint16_t free_port(void)
+{
+	uint16_t port;
+
+	close(udp_sock(&port));
+	return port;
+}
+
+static void send_to(int fd, uint16_t port, const void *buf, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+static ssize_t recv_wait(int fd, void *buf, size_t len, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	return recv(fd, buf, len, 0);
+}
+
+/* ---- messages ---- */
+
+static struct uskb *msg_start(uint16_t family, uint8_t cmd, uint32_t pid)
+{
+	struct uskb *m = uskb_alloc(4096);
+	struct ovs_header *oh = uskb_genlmsg_put(m, pid, 0, family, sizeof(*oh), NLM_F_REQUEST, cmd, 1);
+
+	oh->dp_ifindex = 0;
+	return m;
+}
+
+static void msg_send(int fd, struct uskb *m)
+{
+	uskb_nlmsg_end(m, (struct nlmsghdr *)m->data);
+	send(fd, m->data, m->len, MSG_NOSIGNAL);
+	uskb_free(m);
+}
+
+static void put_actions(struct uskb *m, int type, uint32_t port)
+{
+	struct nlattr *n = uskb_nla_nest_start_noflag(m, type);
+
+	uskb_nla_put_u32(m, OVS_ACTION_ATTR_OUTPUT, port);
+	uskb_nla_nest_end(m, n);
+}
+
+static struct uskb *flow_new(const struct nlattr *key, uint32_t port, uint32_t pid)
+{
+	struct uskb *m = msg_start(FAM_FLOW, OVS_FLOW_CMD_NEW, pid);
+
+	uskb_nla_put(m, OVS_FLOW_ATTR_KEY, mnl_attr_get_payload_len(key), mnl_attr_get_payload(key));
+	put_actions(m, OVS_FLOW_ATTR_ACTIONS, port);
+	return m;
+}
+
+static struct uskb *execute(const struct nlattr *key, const void *pkt, int plen, uint32_t pid)
+{
+	struct uskb *m = msg_start(FAM_PACKET, OVS_PACKET_CMD_EXECUTE, pid);
+
+	uskb_nla_put(m, OVS_PACKET_ATTR_KEY, mnl_attr_get_payload_len(key), mnl_attr_get_payload(key));
+	put_actions(m, OVS_PACKET_ATTR_ACTIONS, 2);
+	uskb_nla_put(m, OVS_PACKET_ATTR_PACKET, plen, pkt);
+	return m;
+}
+
+struct upcall {
+	const struct nlattr *key, *packet, *hash;
+	int n;
+};
+
+static int upcall_attr(const struct nlattr *a, void *data)
+{
+	struct upcall *u = data;
+
+	if (mnl_attr_validate(a, MNL_TYPE_UNSPEC) < 0)
+		return MNL_CB_ERROR;
+	u->n++;
+	switch (mnl_attr_get_type(a)) {
+	case OVS_PACKET_ATTR_KEY: u->key = a; break;
+	case OVS_PACKET_ATTR_PACKET: u->packet = a; break;
+	case OVS_PACKET_ATTR_HASH: u->hash = a; break;
+	}
+	return MNL_CB_OK;
+}
+
+static void test_handler(const char *dp_path)
+{
+	char dir[] = "/tmp/uskb-dph.XXXXXX", sock[PATH_MAX], out[PATH_MAX], spec1[64], spec2[64];
+	static uint8_t buf[1 << 17], upbuf[1 << 17];
+	uint16_t p1 = free_port(), p2 = free_port(), myport;
+	int tx = udp_sock(&myport), rx2 = -1, hs = -1, status, nbad = 0;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const struct nlmsghdr *up;
+	struct upcall u = { 0 };
+	ssize_t n, uplen;
+	pid_t pid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sock, sizeof(sock), "%s/h.sock", dir);
+	snprintf(out, sizeof(out), "%s/dp.json", dir);
+	snprintf(spec1, sizeof(spec1), "udp:127.0.0.1:%u,listen", p1);
+	snprintf(spec2, sizeof(spec2), "udp:127.0.0.1:%u,listen", p2);
+	pid = fork();
+	if (!pid) {
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(fd, 1);
+		execl(dp_path, "uskb-dp", "-p", spec1, "-p", spec2, "--handler-socket", sock, "--json",
+		      "--quiet", "--duration", "20", "-v", (char *)NULL);
+		_exit(127);
+	}
+	strcpy(sa.sun_path, sock);
+	for (int i = 0; i < 100 && hs < 0; i++) {
+		hs = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (connect(hs, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(hs);
+			hs = -1;
+			usleep(50000);
+		}
+	}
+	CHECK(hs >= 0);
+	if (hs < 0)
+		goto out;
+
+	/* the ports, announced */
+	for (int i = 1; i <= 2; i++) {
+		n = recv_wait(hs, buf, sizeof(buf), 5000);
+		CHECK(n > 0 && ((struct nlmsghdr *)buf)->nlmsg_type == FAM_VPORT);
+	}
+
+	/* a frame into port 1: one MISS upcall carrying it */
+	memcpy(frame, (uint8_t[]){ 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0, 0x45, 0, 0, 106, 0, 0, 0,
+				   0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2, 0x30, 0x39, 0, 9, 0, 86 },
+	       40);
+	t_fill(frame + 42, FLEN - 42, 9);
+	/* port 2 replies to its last sender: make this test its peer */
+	rx2 = udp_sock(&myport);
+	send_to(rx2, p2, frame, 10); /* a runt: counted, not a key */
+	send_to(tx, p1, frame, FLEN);
+	uplen = recv_wait(hs, upbuf, sizeof(upbuf), 5000);
+	up = (const struct nlmsghdr *)upbuf;
+	CHECK(uplen > 0 && mnl_nlmsg_ok(up, (int)uplen));
+	if (uplen <= 0)
+		goto stop;
+	CHECK_EQ(up->nlmsg_type, FAM_PACKET);
+	CHECK_EQ(((const struct genlmsghdr *)mnl_nlmsg_get_payload(up))->cmd, OVS_PACKET_CMD_MISS);
+	CHECK_EQ(mnl_attr_parse(up, GENL_HDRLEN + sizeof(struct ovs_header), upcall_attr, &u), MNL_CB_OK);
+	CHECK(u.key && u.packet && u.hash && u.n == 3);
+	if (!u.key || !u.packet)
+		goto stop;
+	CHECK_EQ(mnl_attr_get_payload_len(u.packet), FLEN);
+	CHECK(!memcmp(mnl_attr_get_payload(u.packet), frame, FLEN));
+
+	/* malformed replies: each refused and counted */
+	{
+		struct uskb *m;
+		struct nlmsghdr *h;
+		uint8_t junk[64];
+
+		/* nlmsg_len longer than the message */
+		m = flow_new(u.key, 2, up->nlmsg_pid);
+		uskb_nlmsg_end(m, (struct nlmsghdr *)m->data);
+		((struct nlmsghdr *)m->data)->nlmsg_len += 8;
+		send(hs, m->data, m->len, MSG_NOSIGNAL);
+		uskb_free(m);
+		nbad++;
+		/* nlmsg_len shorter than the headers */
+		m = flow_new(u.key, 2, up->nlmsg_pid);
+		uskb_nlmsg_end(m, (struct nlmsghdr *)m->data);
+		((struct nlmsghdr *)m->data)->nlmsg_len = 12;
+		send(hs, m->data, m->len, MSG_NOSIGNAL);
+		uskb_free(m);
+		nbad++;
+		/* an attribute whose nla_len runs past the end */
+		m = flow_new(u.key, 2, up->nlmsg_pid);
+		((struct nlattr *)(m->data + m->len - 12))->nla_len = 200;
+		msg_send(hs, m);
+		nbad++;
+		/* an unknown attribute */
+		m = flow_new(u.key, 2, up->nlmsg_pid);
+		uskb_nla_put_u32(m, 77, 1);
+		msg_send(hs, m);
+		nbad++;
+		/* the key twice */
+		m = flow_new(u.key, 2, up->nlmsg_pid);
+		uskb_nla_put(m, OVS_FLOW_ATTR_KEY, mnl_attr_get_payload_len(u.key), mnl_attr_get_payload(u.key));
+		msg_send(hs, m);
+		nbad++;
+		/* a key not in the datapath's encoding: its first attribute left out */
+		m = msg_start(FAM_FLOW, OVS_FLOW_CMD_NEW, up->nlmsg_pid);
+		uskb_nla_put(m, OVS_FLOW_ATTR_KEY, mnl_attr_get_payload_len(u.key) - 8,
+			     (const uint8_t *)mnl_attr_get_payload(u.key) + 8);
+		put_actions(m, OVS_FLOW_ATTR_ACTIONS, 2);
+		msg_send(hs, m);
+		nbad++;
+		/* an output to a port that does not exist */
+		msg_send(hs, flow_new(u.key, 9, up->nlmsg_pid));
+		nbad++;
+		/* a packet shorter than Ethernet */
+		msg_send(hs, execute(u.key, frame, 10, up->nlmsg_pid));
+		nbad++;
+		/* a thread that does not exist */
+		msg_send(hs, flow_new(u.key, 2, 99));
+		nbad++;
+		/* a command the datapath does not take */
+		m = msg_start(FAM_FLOW, OVS_FLOW_CMD_DEL, up->nlmsg_pid);
+		uskb_nla_put(m, OVS_FLOW_ATTR_KEY, mnl_attr_get_payload_len(u.key), mnl_attr_get_payload(u.key));
+		msg_send(hs, m);
+		nbad++;
+		/* garbage */
+		t_fill(junk, sizeof(junk), 5);
+		send(hs, junk, sizeof(junk), MSG_NOSIGNAL);
+		nbad++;
+		h = (struct nlmsghdr *)junk;
+		h->nlmsg_len = sizeof(junk);
+		h->nlmsg_type = FAM_PACKET;
+		h->nlmsg_pid = up->nlmsg_pid;
+		send(hs, junk, sizeof(junk), MSG_NOSIGNAL);
+		nbad++;
+	}
+
+	/* the good answer: the flow, and the packet out of port 2 */
+	msg_send(hs, flow_new(u.key, 2, up->nlmsg_pid));
+	msg_send(hs, execute(u.key, mnl_attr_get_payload(u.packet),
+			     mnl_attr_get_payload_len(u.packet), up->nlmsg_pid));
+	n = recv_wait(rx2, buf, sizeof(buf), 5000);
+	CHECK_EQ(n, FLEN);
+	CHECK(n == FLEN && !memcmp(buf, frame, FLEN));
+	/* the next frames of the flow hit: out of port 2, no upcall */
+	for (int i = 0; i < 3; i++) {
+		send_to(tx, p1, frame, FLEN);
+		n = recv_wait(rx2, buf, sizeof(buf), 5000);
+		CHECK_EQ(n, FLEN);
+	}
+	CHECK_EQ(recv_wait(hs, buf, sizeof(buf), 300), -1);
+stop:
+	kill(pid, SIGINT);
+out:
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* 1: a leak, or a failure */
+	{
+		FILE *f = fopen(out, "r");
+		char line[4096] = "";
+		unsigned long long bad = 0, hit = 0, missed = 0, executed = 0, flows = 0, frames = 0;
+
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "\"final\": true"))
+				break;
+		if (f)
+			fclose(f);
+		sscanf(strstr(line, "\"hit\"") ?: "", "\"hit\": %llu, \"missed\": %llu", &hit, &missed);
+		sscanf(strstr(line, "\"executed\"") ?: "", "\"executed\": %llu", &executed);
+		sscanf(strstr(line, "\"flows\"") ?: "", "\"flows\": %llu", &flows);
+		sscanf(strstr(line, "\"bad_replies\"") ?: "", "\"bad_replies\": %llu, \"bad_frames\": %llu",
+		       &bad, &frames);
+		CHECK_EQ(bad, nbad);
+		CHECK_EQ(hit, 3);
+		CHECK_EQ(missed, 1);
+		CHECK_EQ(executed, 1);
+		CHECK_EQ(flows, 1);
+		CHECK_EQ(frames, 1); /* the runt */
+		if (t_failures)
+			fprintf(stderr, "dp-handler: uskb-dp said: %s", line);
+	}
+	close(tx);
+	if (rx2 >= 0)
+		close(rx2);
+	if (hs >= 0)
+		close(hs);
+	unlink(out);
+	unlink(sock);
+	rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	(void)argc;
+	(void)argv;
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	snprintf(path, sizeof(path), "%s/../tools/uskb-dp", dirname(self));
+	if (access(path, X_OK)) {
+		fprintf(stderr, "dp-handler: skipped: no %s\n", path);
+		return 77;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	test_handler(path);
+	return t_end("dp-handler");
+}
+
+#else
+
+int main(void)
+{
+	fprintf(stderr, "dp-handler: skipped: built without libmnl-dev (scripts/deps.sh)\n");
+	return 77;
+}
+
+#endif
