@@ -4,7 +4,7 @@
  *  - even: the rest is a frame. Its key is extracted from a linear skb and
  *    from a paged one (the same bytes, split where the input says); both
  *    must agree. The key is written as attributes (uskb_ovs_key_put) and
- *    read back by the datapath's parser (msg_key), which must take it and
+ *    read back by the datapath's parser (msg_key_exact), which must take it and
  *    give the same key back (but for a VLAN tag cut short, whose TPID the
  *    attributes cannot say). An upcall is built in both modes; the two
  *    must be byte-identical and parse.
@@ -67,7 +67,7 @@ static void frame(const uint8_t *f, size_t n, uint8_t split_seed)
 		msg = uskb_alloc(USKB_OVS_KEY_ATTR_MAX_SIZE);
 		if (uskb_ovs_key_put(msg, &a, OVS_FLOW_ATTR_KEY))
 			abort(); /* the most a key takes did not fit */
-		if (msg_key((const struct nlattr *)msg->data, &back, &why))
+		if (msg_key_exact((const struct nlattr *)msg->data, &back, &why))
 			abort(); /* the datapath refused its own key */
 		if (memcmp(&a, &back, sizeof(a)) &&
 		    !((!a.vlan_tci || !a.cvlan_tci) && vlan_type(a.eth_type)))
@@ -118,7 +118,7 @@ static void message(const uint8_t *data, size_t size)
 	skb = uskb_alloc((unsigned int)size + 1);
 	uskb_put_data(skb, data, (unsigned int)size);
 	if (!msg_parse(skb->data, uskb_headlen(skb), skb->len, &m, &why)) {
-		if (!msg_key(m.key, &k, &why)) {
+		if (!msg_key_exact(m.key, &k, &why)) {
 			struct uskb *re = uskb_alloc(USKB_OVS_KEY_ATTR_MAX_SIZE);
 
 			/* what the parser took, it writes back the same */

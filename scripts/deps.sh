@@ -5,14 +5,15 @@
 # socket devices' uring mode),
 # when they are missing. Idempotent; needs root (or sudo) only to install.
 #   scripts/deps.sh           build + test dependencies
-#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen; iperf3)
+#   scripts/deps.sh --bench   also the benchmark peers (libdpdk-dev; dpdk-dev for dpdk-testpmd; netsniff-ng for trafgen; iperf3;
+#                             openvswitch-switch for bench/dp: its userspace datapath runs without the kernel module)
 #   scripts/deps.sh --interop the peers the socket devices are tested against (qemu-system-x86, passt)
 set -eu
 
 pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev liburing-dev libmnl-dev man-db"
 for a in "$@"; do
 	case $a in
-	--bench) pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng iperf3" ;;
+	--bench) pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng iperf3 openvswitch-switch" ;;
 	--interop) pkgs="$pkgs qemu-system-x86 passt" ;;
 	*) echo "usage: $0 [--bench] [--interop]" >&2; exit 2 ;;
 	esac

@@ -76,7 +76,8 @@ flows() { grep -E "$1" "$tmp/dp.json"; }
 N=1000 K=10
 for mode in zerocopy copy; do
 	extra=()
-	[ $mode = copy ] && extra=(--copy)
+	# copy mode with one thread for both ports (frames not handed over)
+	[ $mode = copy ] && extra=(--copy -t 1)
 	dp_start -p "packet:$d0" -p "packet:$d1" -p "pcap:$tmp/out.pcap" --dump-flows --duration 5 \
 		--upcall-pcap "$tmp/up.pcap" "${extra[@]}"
 	send_ab $N 1001 $K 2000

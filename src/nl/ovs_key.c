@@ -58,16 +58,37 @@ static inline uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
+/*
+ * The bytes the extractor reads: @n of them at @p. A check for bytes past
+ * @n records how far it wanted to read (@want): when the view was the
+ * skb's head and the frame goes on, the extractor reads again from a copy.
+ */
+struct view {
+	const uint8_t *p;
+	unsigned int n, want;
+};
+
+static inline bool has(struct view *v, unsigned int end)
+{
+	if (end <= v->n)
+		return true;
+	if (end > v->want)
+		v->want = end;
+	return false;
+}
+
 static bool eth_type_vlan(uint16_t be_type)
 {
 	return be_type == htons(ETH_P_8021Q) || be_type == htons(ETH_P_8021AD);
 }
 
 /* parse_vlan_tag(): one tag at @*off, if there is a whole one (+ the type after it) */
-static bool vlan_tag(const uint8_t *p, unsigned int n, unsigned int *off, uint16_t *tpid,
+static bool vlan_tag(struct view *v, unsigned int *off, uint16_t *tpid,
 		     uint16_t *tci)
 {
-	if (!eth_type_vlan(rd16(p + *off)) || n < *off + 4 + 2)
+	const uint8_t *p = v->p;
+
+	if (!eth_type_vlan(rd16(p + *off)) || !has(v, *off + 4 + 2))
 		return false;
 	*tpid = rd16(p + *off);
 	*tci = rd16(p + *off + 2) | htons(VLAN_CFI);
@@ -76,15 +97,16 @@ static bool vlan_tag(const uint8_t *p, unsigned int n, unsigned int *off, uint16
 }
 
 /* parse_ethertype(): the type at @*off; 802.2 unless it is a real type or SNAP carries one */
-static uint16_t ethertype(const uint8_t *p, unsigned int n, unsigned int *off)
+static uint16_t ethertype(struct view *v, unsigned int *off)
 {
+	const uint8_t *p = v->p;
 	uint16_t proto = rd16(p + *off);
 	const uint8_t *llc;
 
 	*off += 2;
 	if (ntohs(proto) >= ETH_P_802_3_MIN)
 		return proto;
-	if (n < *off + 8)
+	if (!has(v, *off + 8))
 		return htons(ETH_P_802_2);
 	llc = p + *off; /* dsap ssap ctrl oui[3] type */
 	if (llc[0] != 0xaa || llc[1] != 0xaa || (llc[3] | llc[4] | llc[5]) != 0)
@@ -95,14 +117,16 @@ static uint16_t ethertype(const uint8_t *p, unsigned int n, unsigned int *off)
 	return htons(ETH_P_802_2);
 }
 
-static void l4_ports(const uint8_t *p, unsigned int n, unsigned int th, struct uskb_ovs_key *key)
+static void l4_ports(struct view *v, unsigned int th, struct uskb_ovs_key *key)
 {
+	const uint8_t *p = v->p;
+
 	switch (key->ip_proto) {
 	case NH_TCP:
-		if (n >= th + 20) {
+		if (has(v, th + 20)) {
 			unsigned int doff = (p[th + 12] >> 4) * 4u;
 
-			if (doff >= 20 && n >= th + doff) {
+			if (doff >= 20 && has(v, th + doff)) {
 				key->tp_src = rd16(p + th);
 				key->tp_dst = rd16(p + th + 2);
 				key->tcp_flags = rd16(p + th + 12) & htons(0x0fff);
@@ -110,7 +134,7 @@ static void l4_ports(const uint8_t *p, unsigned int n, unsigned int th, struct u
 		}
 		break;
 	case NH_UDP:
-		if (n >= th + 8) {
+		if (has(v, th + 8)) {
 			key->tp_src = rd16(p + th);
 			key->tp_dst = rd16(p + th + 2);
 		}
@@ -118,15 +142,16 @@ static void l4_ports(const uint8_t *p, unsigned int n, unsigned int th, struct u
 	}
 }
 
-static void ipv4(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_ovs_key *key)
+static void ipv4(struct view *v, unsigned int nh, struct uskb_ovs_key *key)
 {
+	const uint8_t *p = v->p;
 	unsigned int ihl, th;
 	uint16_t frag;
 
-	if (n < nh + 20)
+	if (!has(v, nh + 20))
 		return; /* the kernel zeroes the IP fields: they are zero */
 	ihl = (p[nh] & 0x0f) * 4u;
-	if (ihl < 20 || n < nh + ihl)
+	if (ihl < 20 || !has(v, nh + ihl))
 		return;
 	key->addr.ipv4.src = rd32(p + nh + 12);
 	key->addr.ipv4.dst = rd32(p + nh + 16);
@@ -141,22 +166,23 @@ static void ipv4(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_
 	key->ip_frag = (frag & IP_MF) ? OVS_FRAG_TYPE_FIRST : OVS_FRAG_TYPE_NONE;
 	th = nh + ihl;
 	if (key->ip_proto == NH_ICMP) {
-		if (n >= th + 8) {
+		if (has(v, th + 8)) {
 			key->tp_src = htons(p[th]);
 			key->tp_dst = htons(p[th + 1]);
 		}
 		return;
 	}
-	l4_ports(p, n, th, key);
+	l4_ports(v, th, key);
 }
 
-static void arp(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_ovs_key *key)
+static void arp(struct view *v, unsigned int nh, struct uskb_ovs_key *key)
 {
+	const uint8_t *p = v->p;
 	const uint8_t *a = p + nh;
 	uint16_t op;
 
 	/* Ethernet/IPv4 ARP only: hrd 1, pro 0x0800, hln 6, pln 4 */
-	if (n < nh + 28 || rd16(a) != htons(1) || rd16(a + 2) != htons(ETH_P_IP) || a[4] != 6 ||
+	if (!has(v, nh + 28) || rd16(a) != htons(1) || rd16(a + 2) != htons(ETH_P_IP) || a[4] != 6 ||
 	    a[5] != 4)
 		return;
 	op = ntohs(rd16(a + 6));
@@ -172,8 +198,9 @@ static void arp(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_o
  * header may come twice, before a routing header and last), in RFC 8200's
  * order, else UNREP / UNSEQ.
  */
-static uint16_t ipv6_exthdrs(const uint8_t *p, unsigned int n, unsigned int off, uint8_t next)
+static uint16_t ipv6_exthdrs(struct view *v, unsigned int off, uint8_t next)
 {
+	const uint8_t *p = v->p;
 	uint16_t bits = 0;
 	int dest_seen = 0, order = 0;
 
@@ -201,7 +228,7 @@ static uint16_t ipv6_exthdrs(const uint8_t *p, unsigned int n, unsigned int off,
 			bits |= EH_UNSEQ;
 		order = rank;
 		bits |= (uint16_t)bit;
-		if (n < off + 8)
+		if (!has(v, off + 8))
 			return bits;
 		len = next == NH_FRAGMENT ? 8 : next == NH_AUTH ? (p[off + 1] + 2u) * 4 : (p[off + 1] + 1u) * 8;
 		next = p[off];
@@ -210,18 +237,19 @@ static uint16_t ipv6_exthdrs(const uint8_t *p, unsigned int n, unsigned int off,
 	return bits;
 }
 
-static void ipv6_nd(const uint8_t *p, unsigned int n, unsigned int th, struct uskb_ovs_key *key)
+static void ipv6_nd(struct view *v, unsigned int th, struct uskb_ovs_key *key)
 {
+	const uint8_t *p = v->p;
 	unsigned int off = th + 24;
 
-	if (n < off)
+	if (!has(v, off))
 		return;
 	memcpy(key->nd_target, p + th + 8, 16);
-	while (n >= off + 8) {
+	while (has(v, off + 8)) {
 		unsigned int olen = p[off + 1] * 8u;
 		uint8_t *dst = NULL;
 
-		if (!olen || olen > n - off)
+		if (!olen || !has(v, off + olen))
 			goto invalid;
 		if (p[off] == 1 && olen == 8)
 			dst = key->arp_sha;
@@ -243,13 +271,14 @@ invalid:
 	memset(key->arp_tha, 0, 6);
 }
 
-static void ipv6(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_ovs_key *key)
+static void ipv6(struct view *v, unsigned int nh, struct uskb_ovs_key *key)
 {
+	const uint8_t *p = v->p;
 	unsigned int off = nh + 40;
 	uint8_t next;
 	bool frag = false;
 
-	if (n < nh + 40)
+	if (!has(v, nh + 40))
 		return;
 	key->ip_proto = NH_NONE;
 	key->ip_tos = (uint8_t)(ntohs(rd16(p + nh)) >> 4);
@@ -258,7 +287,7 @@ static void ipv6(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_
 	memcpy(key->addr.ipv6.src, p + nh + 8, 16);
 	memcpy(key->addr.ipv6.dst, p + nh + 24, 16);
 	next = p[nh + 6];
-	key->ipv6_exthdrs = ipv6_exthdrs(p, n, off, next);
+	key->ipv6_exthdrs = ipv6_exthdrs(v, off, next);
 
 	/* ipv6_find_hdr(): skip extension headers to the upper layer */
 	for (;;) {
@@ -267,7 +296,7 @@ static void ipv6(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_
 		if (next != NH_HOP && next != NH_ROUTING && next != NH_FRAGMENT &&
 		    next != NH_DEST && next != NH_AUTH)
 			break;
-		if (n < off + 8)
+		if (!has(v, off + 8))
 			goto error;
 		if (next == NH_FRAGMENT) {
 			frag = true;
@@ -288,57 +317,82 @@ static void ipv6(const uint8_t *p, unsigned int n, unsigned int nh, struct uskb_
 		return;
 	key->ip_proto = next;
 	if (next == NH_ICMPV6) {
-		if (n < off + 8)
+		if (!has(v, off + 8))
 			return;
 		key->tp_src = htons(p[off]);
 		key->tp_dst = htons(p[off + 1]);
 		if (p[off + 1] == 0 && (p[off] == 135 || p[off] == 136))
-			ipv6_nd(p, n, off, key);
+			ipv6_nd(v, off, key);
 		return;
 	}
-	l4_ports(p, n, off, key);
+	l4_ports(v, off, key);
 	return;
 error:
 	key->ip_frag = frag ? OVS_FRAG_TYPE_FIRST : OVS_FRAG_TYPE_NONE;
 }
 
+/* one pass over @v */
+static void extract(struct view *v, struct uskb_ovs_key *key)
+{
+	const uint8_t *p = v->p;
+	unsigned int off = 12;
+
+	memcpy(key->eth_dst, p, 6);
+	memcpy(key->eth_src, p + 6, 6);
+	if (vlan_tag(v, &off, &key->vlan_tpid, &key->vlan_tci))
+		vlan_tag(v, &off, &key->cvlan_tpid, &key->cvlan_tci);
+	key->eth_type = ethertype(v, &off);
+
+	switch (ntohs(key->eth_type)) {
+	case ETH_P_IP:
+		ipv4(v, off, key);
+		break;
+	case ETH_P_IPV6:
+		ipv6(v, off, key);
+		break;
+	case ETH_P_ARP:
+	case ETH_P_RARP:
+		arp(v, off, key);
+		break;
+	}
+}
+
 int uskb_ovs_key_extract(const struct uskb *skb, uint32_t in_port, struct uskb_ovs_key *key)
 {
+	unsigned int window = skb->len < KEY_WINDOW ? skb->len : KEY_WINDOW;
+	struct view v = { .p = skb->data, .n = uskb_headlen(skb) };
 	uint8_t copy[KEY_WINDOW];
-	const uint8_t *p;
-	unsigned int n = skb->len < KEY_WINDOW ? skb->len : KEY_WINDOW, off = 12;
 
 	memset(key, 0, sizeof(*key));
 	if (skb->len < ETH_HLEN)
 		return -EINVAL;
-	if (uskb_headlen(skb) >= n) {
-		p = skb->data;
-	} else {
-		if (uskb_copy_bits(skb, 0, copy, (int)n))
-			return -EINVAL;
-		p = copy;
+	if (v.n > window)
+		v.n = window;
+	/* the head, when it holds the headers (the common case: no copy) */
+	if (v.n >= ETH_HLEN) {
+		extract(&v, key);
+		if (v.n == window || v.want <= v.n)
+			goto meta;
+		memset(key, 0, sizeof(*key));
 	}
+	/* else what the headers need, up to the window, copied */
+	v.n = v.want > ETH_HLEN && v.want < window ? v.want : window;
+	if (uskb_copy_bits(skb, 0, copy, (int)v.n))
+		return -EINVAL;
+	v.p = copy;
+	v.want = 0;
+	extract(&v, key);
+	if (v.want > v.n && v.n < window) { /* it wanted still more: the whole window */
+		v.n = window;
+		if (uskb_copy_bits(skb, 0, copy, (int)v.n))
+			return -EINVAL;
+		memset(key, 0, sizeof(*key));
+		extract(&v, key);
+	}
+meta:
 	key->priority = skb->priority;
 	key->mark = skb->mark;
 	key->in_port = in_port;
-	memcpy(key->eth_dst, p, 6);
-	memcpy(key->eth_src, p + 6, 6);
-	if (vlan_tag(p, n, &off, &key->vlan_tpid, &key->vlan_tci))
-		vlan_tag(p, n, &off, &key->cvlan_tpid, &key->cvlan_tci);
-	key->eth_type = ethertype(p, n, &off);
-
-	switch (ntohs(key->eth_type)) {
-	case ETH_P_IP:
-		ipv4(p, n, off, key);
-		break;
-	case ETH_P_IPV6:
-		ipv6(p, n, off, key);
-		break;
-	case ETH_P_ARP:
-	case ETH_P_RARP:
-		arp(p, n, off, key);
-		break;
-	}
 	return 0;
 }
 

@@ -9,6 +9,7 @@
  * the thread applies what the handlers sent back (FLOW_CMD_NEW,
  * PACKET_CMD_EXECUTE), sends what the burst produced, and expires flows.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -37,8 +38,8 @@ uint64_t now_ns(void)
 static void port_xmit(struct dpthread *t, unsigned int pi)
 {
 	struct port *p = &dp.port[pi];
-	unsigned int n = t->nout[pi], q = p->nrx ? t->rxq : t->id % p->ntx;
-	bool lock = !p->nrx && p->txlock;
+	unsigned int n = t->nout[pi], q = t->txq[pi] >= 0 ? (unsigned int)t->txq[pi] : t->id % p->ntx;
+	bool lock = t->txq[pi] < 0 && p->txlock;
 	int res[DP_BURST];
 
 	if (!n)
@@ -73,12 +74,13 @@ static void output(struct dpthread *t, unsigned int port, struct uskb *skb)
 	struct port *p = &dp.port[port - 1];
 	struct dpthread *owner;
 
-	if (!p->nrx || p == t->port) {
+	if (!p->nrx || t->txq[port - 1] >= 0) {
 		batch(t, port - 1, skb);
 		return;
 	}
 	/* another thread's queue: that thread sends it */
 	owner = p->rxthr[t->id % p->nrx];
+	skb->cb[0] = (char)(port - 1);
 	if (!ring_push(owner->inbox[t->id], skb)) {
 		cnt_add(&t->handoff_drops, 1);
 		uskb_free(skb);
@@ -88,15 +90,13 @@ static void output(struct dpthread *t, unsigned int port, struct uskb *skb)
 /* what other threads handed over, sent on this thread's queue */
 static void take_inboxes(struct dpthread *t)
 {
-	unsigned int pi = t->port->no - 1;
-
 	for (unsigned int i = 0; i < dp.nthreads; i++) {
 		struct uskb *skb;
 
 		if (!t->inbox[i])
 			continue;
 		while ((skb = ring_pop(t->inbox[i])))
-			batch(t, pi, skb);
+			batch(t, (unsigned char)skb->cb[0], skb);
 	}
 }
 
@@ -241,10 +241,12 @@ static void apply_reply(struct dpthread *t, struct uskb *msg, uint32_t *wakemask
 	int ret;
 
 	if (msg_parse(msg->data, uskb_headlen(msg), msg->len, &m, &why) ||
-	    msg_key(m.key, &k, &why) || msg_actions(m.actions, dp.nports, &a, &why))
+	    (m.family == DP_FAMILY_FLOW ? msg_key_exact(m.key, &k, &why) : msg_key(m.key, &k, &why)) ||
+	    msg_actions(m.actions, dp.nports, &a, &why))
 		goto bad;
-	if (k.in_port != t->port->no) {
-		why = "a key whose in_port is not this thread's port";
+	if (k.in_port < 1 || k.in_port > dp.nports || t->txq[k.in_port - 1] < 0 ||
+	    !dp.port[k.in_port - 1].nrx) {
+		why = "a key whose in_port is not a port this thread receives on";
 		goto bad;
 	}
 	if (m.family == DP_FAMILY_FLOW && m.genl_cmd == OVS_FLOW_CMD_NEW) {
@@ -286,12 +288,13 @@ void dp_wake_handler(struct handler *h)
 		(void)!write(h->efd, &one, sizeof(one));
 }
 
-static void process(struct dpthread *t, struct uskb *skb, uint64_t now, uint32_t *wakemask)
+static void process(struct dpthread *t, struct port *port, struct uskb *skb, uint64_t now,
+		    uint32_t *wakemask)
 {
 	struct uskb_ovs_key key;
 	struct flow *f;
 
-	if (uskb_ovs_key_extract(skb, t->port->no, &key)) {
+	if (uskb_ovs_key_extract(skb, port->no, &key)) {
 		cnt_add(&t->bad_frames, 1);
 		uskb_free(skb);
 		return;
@@ -329,22 +332,42 @@ static void *dp_main(void *arg)
 	t->next_sweep = now_ns() + sweep_every;
 	while (!atomic_load_explicit(&dp.stop, memory_order_relaxed)) {
 		uint32_t wakemask = 0;
-		/* others may hand frames over at any time: wait 1 ms at most then */
-		int n = uskb_dev_rx(t->port->dev, t->rxq, skbs, DP_BURST,
-				    t->inflight || dp.nthreads > 1 ? 1 : 20);
-		uint64_t now = now_ns();
 		unsigned long want_dump;
+		uint64_t now;
+		int got = 0;
 
-		if (n < 0 && n != -EINTR) {
-			pthread_mutex_lock(&dp.print_lock);
-			fprintf(stderr, "uskb-dp: %s queue %u: receive failed: %s\n", t->port->spec,
-				t->rxq, strerror(-n));
-			pthread_mutex_unlock(&dp.print_lock);
-			atomic_store(&dp.stop, 1);
-			break;
+		/*
+		 * Each queue once, without waiting; when none had anything, wait
+		 * on one of them (in turn), 1 ms at most when others may hand
+		 * frames over or a reply is due.
+		 */
+		for (unsigned int i = 0; i <= t->nrx; i++) {
+			const struct rxq *rq;
+			int n, timeout = 0;
+
+			if (i == t->nrx) {
+				if (got)
+					break;
+				rq = &t->rx[t->next_rx++ % t->nrx];
+				timeout = t->inflight || dp.nthreads > 1 || t->nrx > 1 ? 1 : 20;
+			} else {
+				rq = &t->rx[i];
+			}
+			n = uskb_dev_rx(rq->port->dev, rq->q, skbs, DP_BURST, timeout);
+			if (n < 0 && n != -EINTR) {
+				pthread_mutex_lock(&dp.print_lock);
+				fprintf(stderr, "uskb-dp: %s queue %u: receive failed: %s\n", rq->port->spec,
+					rq->q, strerror(-n));
+				pthread_mutex_unlock(&dp.print_lock);
+				atomic_store(&dp.stop, 1);
+				break;
+			}
+			now = now_ns();
+			for (int j = 0; j < n; j++)
+				process(t, rq->port, skbs[j], now, &wakemask);
+			got += n > 0 ? n : 0;
 		}
-		for (int i = 0; i < n; i++)
-			process(t, skbs[i], now, &wakemask);
+		now = now_ns();
 		for (unsigned int h = 0; h < dp.nhandlers; h++) {
 			struct uskb *msg;
 
@@ -376,7 +399,14 @@ static void *dp_main(void *arg)
 
 int dp_thread_start(struct dpthread *t)
 {
-	return -pthread_create(&t->tid, NULL, dp_main, t);
+	char name[16];
+	int ret = pthread_create(&t->tid, NULL, dp_main, t);
+
+	/* "dp0", "dp1"... (top -H, /proc/PID/task/TID/comm) */
+	snprintf(name, sizeof(name), "dp%u", t->id % 1000u); /* at most 64 */
+	if (!ret)
+		pthread_setname_np(t->tid, name);
+	return -ret;
 }
 
 /* ---- the external handler's socket, datapath side ---- */

@@ -21,6 +21,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <uskb/uskb.h>
@@ -35,6 +36,7 @@
 
 #define DP_MAX_PORTS 32
 #define DP_MAX_THREADS 64
+#define DP_MAX_QUEUES 64 /* receive queues over all ports */
 #define DP_MAX_HANDLERS 32
 #define DP_MAX_ACTIONS 32
 #define DP_MAX_USERDATA 64
@@ -104,11 +106,14 @@ struct action {
 
 struct actions {
 	int n;
-	struct action a[DP_MAX_ACTIONS];
 	/* USERSPACE's OVS_USERSPACE_ATTR_USERDATA, whole (header included); one per list */
 	uint16_t udlen;
 	_Alignas(4) uint8_t userdata[DP_MAX_USERDATA];
+	struct action a[DP_MAX_ACTIONS]; /* last: a flow keeps only the n it has */
 };
+
+/* the bytes of @a that matter (a flow is allocated with no more) */
+#define ACTIONS_SIZE(n) (offsetof(struct actions, a) + (size_t)(n) * sizeof(struct action))
 
 /* ---- ports and threads ---- */
 
@@ -124,7 +129,7 @@ struct port {
 	 * (their inboxes). A port that only sends is shared under a lock
 	 * per queue, when threads would share one.
 	 */
-	struct dpthread *rxthr[DP_MAX_THREADS];
+	struct dpthread *rxthr[DP_MAX_QUEUES]; /* the owner of each receive queue */
 	unsigned int nrx;
 	pthread_mutex_t *txlock;
 };
@@ -134,7 +139,7 @@ struct flow {
 	struct uskb_ovs_key key;
 	uint32_t hash;
 	uint64_t packets, bytes, used_ns, created_ns;
-	struct actions acts;
+	struct actions acts; /* last, cut to its n actions */
 };
 
 struct table {
@@ -145,15 +150,22 @@ struct table {
 
 struct handler;
 
+/* a receive queue a thread serves */
+struct rxq {
+	struct port *port;
+	unsigned int q;
+};
+
 struct dpthread {
 	unsigned int id;
-	struct port *port;
-	unsigned int rxq;
+	struct rxq rx[DP_MAX_QUEUES]; /* the queues it receives on (and sends on) */
+	unsigned int nrx, next_rx;
+	int txq[DP_MAX_PORTS]; /* per port: the queue it owns there, or -1 */
 	pthread_t tid;
 	struct table tab;
 	/* replies from each handler (FLOW_CMD_NEW, PACKET_CMD_EXECUTE) */
 	struct ring *replies[DP_MAX_HANDLERS];
-	/* frames other threads want sent on this thread's queue, one ring per thread */
+	/* frames other threads want sent on this thread's queues, one ring per thread (port in cb[0]) */
 	struct ring *inbox[DP_MAX_THREADS];
 	uint64_t inflight;   /* misses queued whose EXECUTE has not come back */
 	uint64_t next_sweep; /* when to look for idle flows next */
@@ -186,6 +198,7 @@ struct dp {
 	unsigned int nhandlers;
 	/* options */
 	bool copy, unaligned, json, quiet, dump_flows, verbose;
+	unsigned int want_threads; /* --threads (0: one per receive queue) */
 	unsigned int queue_len, flow_limit, idle_ms, handler_stall_ms;
 	double stats_interval, duration;
 	const char *upcall_pcap, *rules_file, *handler_socket;
@@ -241,6 +254,8 @@ struct dp_msg {
 int msg_parse(const uint8_t *head, size_t headlen, size_t len, struct dp_msg *m,
 	      const char **why);
 int msg_key(const struct nlattr *nest, struct uskb_ovs_key *k, const char **why);
+/* msg_key(), and the key must be the datapath's own encoding of one (a flow's must) */
+int msg_key_exact(const struct nlattr *nest, struct uskb_ovs_key *k, const char **why);
 int msg_actions(const struct nlattr *nest, unsigned int nports, struct actions *a,
 		const char **why);
 int msg_put_actions(struct uskb *msg, int attrtype, const struct actions *a);

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/if_ether.h>
@@ -68,25 +69,49 @@ struct flow *table_lookup(struct table *tab, const struct uskb_ovs_key *key, uin
 	return NULL;
 }
 
+static struct flow *flow_new(const struct uskb_ovs_key *key, uint32_t hash, const struct actions *a)
+{
+	struct flow *f = malloc(offsetof(struct flow, acts) + ACTIONS_SIZE(a->n));
+
+	if (!f)
+		return NULL;
+	f->key = *key;
+	f->hash = hash;
+	f->packets = f->bytes = 0;
+	f->created_ns = f->used_ns = now_ns();
+	memcpy(&f->acts, a, ACTIONS_SIZE(a->n));
+	return f;
+}
+
 int table_insert(struct table *tab, const struct uskb_ovs_key *key, const struct actions *a,
 		 unsigned int limit)
 {
 	uint32_t hash = key_hash(key);
-	struct flow *f = table_lookup(tab, key, hash);
+	struct flow **pp, *f;
 
-	if (f) { /* a second miss raced the first one's flow: the newest actions win */
-		f->acts = *a;
+	for (pp = &tab->bucket[hash & tab->mask]; *pp; pp = &(*pp)->next) {
+		struct flow *old = *pp;
+
+		if (old->hash != hash || memcmp(&old->key, key, sizeof(*key)))
+			continue;
+		/* a second miss raced the first one's flow: the newest actions win */
+		if (a->n <= old->acts.n) {
+			memcpy(&old->acts, a, ACTIONS_SIZE(a->n));
+			return -EEXIST;
+		}
+		f = flow_new(key, hash, a);
+		if (!f)
+			return -ENOMEM;
+		f->next = old->next;
+		*pp = f;
+		free(old);
 		return -EEXIST;
 	}
 	if (tab->count >= limit)
 		return -ENOSPC;
-	f = calloc(1, sizeof(*f));
+	f = flow_new(key, hash, a);
 	if (!f)
 		return -ENOMEM;
-	f->key = *key;
-	f->hash = hash;
-	f->acts = *a;
-	f->created_ns = f->used_ns = now_ns();
 	f->next = tab->bucket[hash & tab->mask];
 	tab->bucket[hash & tab->mask] = f;
 	tab->count++;

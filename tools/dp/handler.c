@@ -9,6 +9,7 @@
  * thread and answer into that thread's reply ring; an external handler
  * (--handler-of) does the same over a SOCK_SEQPACKET socket.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -202,9 +203,13 @@ int handlers_start(void)
 	for (unsigned int i = 0; i < dp.nhandlers; i++) {
 		struct handler *h = dp.hnd[i];
 
+		char name[16];
+
 		h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (h->efd < 0 || pthread_create(&h->tid, NULL, handler_main, h))
 			return -errno;
+		snprintf(name, sizeof(name), "dp-handler%u", i % 100u); /* at most 32 */
+		pthread_setname_np(h->tid, name);
 	}
 	return 0;
 }

@@ -34,6 +34,8 @@ static const char usage[] =
 	"                         null, pcap:FILE (send only), ... (uskb_dev_open(3));\n"
 	"                         one datapath thread per receive queue\n"
 	"Upcalls:\n"
+	"  -t, --threads N        datapath threads, the receive queues dealt round to them\n"
+	"                         (default: one per receive queue)\n"
 	"  -H, --handlers N       handler threads (default 1)\n"
 	"      --copy             copy each packet into its upcall (the stock path)\n"
 	"                         instead of referencing its pages\n"
@@ -114,6 +116,7 @@ enum {
 static const struct option lopts[] = {
 	{ "port", required_argument, NULL, 'p' },
 	{ "handlers", required_argument, NULL, 'H' },
+	{ "threads", required_argument, NULL, 't' },
 	{ "copy", no_argument, NULL, O_COPY },
 	{ "unaligned", no_argument, NULL, O_UNALIGNED },
 	{ "queue", required_argument, NULL, O_QUEUE },
@@ -146,7 +149,7 @@ static void parse(int argc, char **argv)
 	dp.flow_limit = 200000;
 	dp.idle_ms = 10000;
 	dp.hsock = -1;
-	while ((c = getopt_long(argc, argv, "p:H:d:vhV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:H:t:d:vhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (dp.nports == DP_MAX_PORTS)
@@ -154,6 +157,7 @@ static void parse(int argc, char **argv)
 			port_specs[dp.nports++] = optarg;
 			break;
 		case 'H': handlers = num("--handlers", optarg, 1, DP_MAX_HANDLERS); break;
+		case 't': dp.want_threads = (unsigned int)num("--threads", optarg, 1, DP_MAX_THREADS); break;
 		case O_COPY: dp.copy = true; break;
 		case O_UNALIGNED: dp.unaligned = true; break;
 		case O_QUEUE: dp.queue_len = (unsigned int)num("--queue", optarg, 1, 1 << 20); break;
@@ -192,6 +196,9 @@ static void parse(int argc, char **argv)
 
 static void open_ports(void)
 {
+	struct rxq all[DP_MAX_QUEUES];
+	unsigned int nq = 0, nthreads;
+
 	for (unsigned int i = 0; i < dp.nports; i++) {
 		struct port *p = &dp.port[i];
 
@@ -204,26 +211,38 @@ static void open_ports(void)
 		}
 		p->ntx = p->dev->nqueues ? p->dev->nqueues : 1;
 		for (unsigned int q = 0; q < p->dev->nrxqueues; q++) {
-			struct dpthread *t;
-
-			if (dp.nthreads == DP_MAX_THREADS) {
-				fprintf(stderr, "uskb-dp: more than %d receive queues\n", DP_MAX_THREADS);
+			if (nq == DP_MAX_QUEUES) {
+				fprintf(stderr, "uskb-dp: more than %d receive queues\n", DP_MAX_QUEUES);
 				exit(1);
 			}
-			t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
-			if (!t)
-				exit(1);
-			memset(t, 0, sizeof(*t));
-			t->id = dp.nthreads;
-			t->port = p;
-			t->rxq = q;
-			dp.thr[dp.nthreads++] = t;
-			p->rxthr[p->nrx++] = t;
+			all[nq++] = (struct rxq){ .port = p, .q = q };
 		}
 	}
-	if (!dp.nthreads) {
+	if (!nq) {
 		fprintf(stderr, "uskb-dp: no port can receive: nothing to do\n");
 		exit(2);
+	}
+	/* the receive queues dealt round to the threads; each owns its queues */
+	nthreads = dp.want_threads && dp.want_threads < nq ? dp.want_threads : nq;
+	for (unsigned int i = 0; i < nthreads; i++) {
+		struct dpthread *t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
+
+		if (!t)
+			exit(1);
+		memset(t, 0, sizeof(*t));
+		t->id = i;
+		for (unsigned int p = 0; p < DP_MAX_PORTS; p++)
+			t->txq[p] = -1;
+		dp.thr[dp.nthreads++] = t;
+	}
+	for (unsigned int i = 0; i < nq; i++) {
+		struct dpthread *t = dp.thr[i % nthreads];
+		struct port *p = all[i].port;
+
+		t->rx[t->nrx++] = all[i];
+		p->rxthr[p->nrx++] = t;
+		if (t->txq[p->no - 1] < 0)
+			t->txq[p->no - 1] = (int)all[i].q;
 	}
 	/* threads that would share a transmit queue of a send-only port take turns on it */
 	for (unsigned int i = 0; i < dp.nports; i++) {
@@ -461,10 +480,12 @@ static void print_stats(double elapsed, bool final)
 		if (dp.json)
 			printf("%s{\"port\": %u, \"spec\": \"%s\", \"rx_packets\": %" PRIu64
 			       ", \"rx_bytes\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
+			       ", \"rx_copied\": %" PRIu64 ", \"rx_orphaned\": %" PRIu64
 			       ", \"tx_packets\": %" PRIu64 ", \"tx_bytes\": %" PRIu64
 			       ", \"tx_dropped\": %" PRIu64 "}",
 			       i ? ", " : "", dp.port[i].no, dp.port[i].spec, st.rx_packets, st.rx_bytes,
-			       st.rx_dropped, st.tx_packets, st.tx_bytes, st.tx_dropped + st.tx_busy);
+			       st.rx_dropped, st.rx_copied, st.rx_orphaned, st.tx_packets, st.tx_bytes,
+			       st.tx_dropped + st.tx_busy);
 		else
 			printf("  port %u: %s\n    RX packets:%" PRIu64 " dropped:%" PRIu64
 			       "\n    TX packets:%" PRIu64 " dropped:%" PRIu64 "\n",

@@ -331,11 +331,15 @@ mismatch:
 
 int msg_key(const struct nlattr *nest, struct uskb_ovs_key *k, const char **why)
 {
-	struct uskb *check;
-	int ret;
-
 	memset(k, 0, sizeof(*k));
-	ret = key_level(nest, k, 0, why);
+	return key_level(nest, k, 0, why);
+}
+
+int msg_key_exact(const struct nlattr *nest, struct uskb_ovs_key *k, const char **why)
+{
+	struct uskb *check;
+	int ret = msg_key(nest, k, why);
+
 	if (ret)
 		return ret;
 	/*
