@@ -151,7 +151,8 @@ void __uskb_rxzc_open(struct rxzc *zc, unsigned int i)
 		sched_yield();
 	if (uskb_unlikely(state != UNIT_FREE))
 		uskb_bug("rxzc_open", NULL, "slot %u of %u is still in use", i, zc->n);
-	uskb_ubuf_init(&u->ubuf, &unit_ops, USKB_SKBFL_ZEROCOPY_FRAG);
+	/* DONT_ORPHAN: held skbs need no copy at clone or skb_zerocopy time; the patience copies out */
+	uskb_ubuf_init(&u->ubuf, &unit_ops, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
 	atomic_store_explicit(&u->state, UNIT_OPEN, memory_order_relaxed);
 }
 
