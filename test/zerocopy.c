@@ -412,6 +412,18 @@ static void test_skb_zerocopy(void)
 	uskb_append_frag_list(from, fl);
 	CHECK_EQ(uskb_zerocopy_headlen(from), 1050);
 	uskb_free(from);
+	/* an empty kmalloc head (a message pulled to its packet): hlen 0 references every frag */
+	from = uskb_alloc(64);
+	uskb_page_get(pg);
+	uskb_add_rx_frag(from, 0, pg, 0, 700, 700);
+	to = uskb_alloc(32);
+	CHECK_EQ(uskb_zerocopy(to, from, 700, 0), 0);
+	CHECK_EQ(to->data_len, 700);
+	CHECK_EQ(uskb_shinfo(to)->nr_frags, 1);
+	CHECK(uskb_shinfo(to)->frags[0].page == pg);
+	CHECK(t_skb_equals(to, uskb_page_address(pg), 700));
+	uskb_free(to);
+	uskb_free(from);
 	/* with a zero-copy packet the message shares the ubuf: one completion, after both */
 	owner_init(&o, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
 	from = attach(&o, 0, 6000, 2);

@@ -141,7 +141,8 @@ USKB_API unsigned int uskb_zerocopy_headlen(const struct uskb *from);
 /**
  * skb_zerocopy(): append @len bytes of @from to @to without copying the
  * payload: @hlen bytes are copied into @to's head (or, with @hlen 0, @from's
- * head page becomes frag 0), then @from's frags are referenced, and @to
+ * head page becomes frag 0: a kmalloc head may take @hlen 0 only when it is
+ * empty), then @from's frags are referenced, and @to
  * shares @from's ubuf. Everything is copied when @len fits @to's tailroom.
  * @to needs room for the frags (its caller sized it with
  * uskb_zerocopy_headlen()). 0, -EFAULT (bad lengths) or -ENOMEM (user

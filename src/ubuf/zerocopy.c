@@ -40,7 +40,7 @@ int uskb_zerocopy(struct uskb *to, struct uskb *from, int len, int hlen)
 	struct uskb_shared_info *tsh = uskb_shinfo(to), *fsh;
 	int i, j = 0, plen = 0, ret;
 
-	if (uskb_unlikely(!from->head_frag && !hlen))
+	if (uskb_unlikely(!from->head_frag && !hlen && uskb_headlen(from)))
 		uskb_bug("zerocopy", from, "a kmalloc head cannot be shared: hlen must be set");
 	if (uskb_unlikely(len < 0 || hlen < 0 || hlen > len || len > (int)from->len))
 		return -EFAULT;
