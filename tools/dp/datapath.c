@@ -337,9 +337,9 @@ static void *dp_main(void *arg)
 		int got = 0;
 
 		/*
-		 * Each queue once, without waiting; when none had anything, wait
-		 * on one of them (in turn), 1 ms at most when others may hand
-		 * frames over or a reply is due.
+		 * Each queue once, without waiting; when none had anything (for
+		 * --spin-us), wait on one of them (in turn), 1 ms at most when
+		 * others may hand frames over or a reply is due.
 		 */
 		for (unsigned int i = 0; i <= t->nrx; i++) {
 			const struct rxq *rq;
@@ -348,6 +348,9 @@ static void *dp_main(void *arg)
 			if (i == t->nrx) {
 				if (got)
 					break;
+				/* busy: poll again rather than sleep and be woken */
+				if (now_ns() - t->last_rx < (uint64_t)dp.spin_us * 1000u)
+					continue;
 				rq = &t->rx[t->next_rx++ % t->nrx];
 				timeout = t->inflight || dp.nthreads > 1 || t->nrx > 1 ? 1 : 20;
 			} else {
@@ -368,6 +371,8 @@ static void *dp_main(void *arg)
 			got += n > 0 ? n : 0;
 		}
 		now = now_ns();
+		if (got)
+			t->last_rx = now;
 		for (unsigned int h = 0; h < dp.nhandlers; h++) {
 			struct uskb *msg;
 

@@ -169,6 +169,7 @@ struct dpthread {
 	struct ring *inbox[DP_MAX_THREADS];
 	uint64_t inflight;   /* misses queued whose EXECUTE has not come back */
 	uint64_t next_sweep; /* when to look for idle flows next */
+	uint64_t last_rx;    /* when a frame came last */
 	uint64_t dumps_seen;
 	/* what stats show, written here only */
 	counter_t hit, missed, lost, action_upcalls, flows, executed, bad_replies, flow_limit,
@@ -199,6 +200,7 @@ struct dp {
 	/* options */
 	bool copy, unaligned, json, quiet, dump_flows, verbose;
 	unsigned int want_threads; /* --threads (0: one per receive queue) */
+	unsigned int spin_us; /* --spin-us */
 	unsigned int queue_len, flow_limit, idle_ms, handler_stall_ms;
 	double stats_interval, duration;
 	const char *upcall_pcap, *rules_file, *handler_socket;

@@ -36,12 +36,14 @@ static const char usage[] =
 	"Upcalls:\n"
 	"  -t, --threads N        datapath threads, the receive queues dealt round to them\n"
 	"                         (default: one per receive queue)\n"
+	"      --spin-us US       after a frame, poll the queues US microseconds more\n"
+	"                         before sleeping (default 50; 0: sleep at once)\n"
 	"  -H, --handlers N       handler threads (default 1)\n"
 	"      --copy             copy each packet into its upcall (the stock path)\n"
 	"                         instead of referencing its pages\n"
 	"      --unaligned        no pad after the packet (OVS_DP_F_UNALIGNED)\n"
 	"      --queue N          upcalls queued per datapath thread and handler before\n"
-	"                         they are lost (default 1024)\n"
+	"                         they are lost (default 256)\n"
 	"      --rules FILE       the handlers' rules, before the learning switch\n"
 	"      --handler-socket PATH  handlers in another process: serve upcalls on\n"
 	"                         this SOCK_SEQPACKET socket (uskb-dp --handler-of PATH)\n"
@@ -110,13 +112,14 @@ static double seconds(const char *opt, const char *s)
 
 enum {
 	O_COPY = 256, O_UNALIGNED, O_QUEUE, O_RULES, O_HSOCK, O_HOF, O_PCAP, O_STALL, O_LIMIT,
-	O_IDLE, O_DUMP, O_STATS, O_JSON, O_QUIET,
+	O_IDLE, O_DUMP, O_STATS, O_JSON, O_QUIET, O_SPIN,
 };
 
 static const struct option lopts[] = {
 	{ "port", required_argument, NULL, 'p' },
 	{ "handlers", required_argument, NULL, 'H' },
 	{ "threads", required_argument, NULL, 't' },
+	{ "spin-us", required_argument, NULL, O_SPIN },
 	{ "copy", no_argument, NULL, O_COPY },
 	{ "unaligned", no_argument, NULL, O_UNALIGNED },
 	{ "queue", required_argument, NULL, O_QUEUE },
@@ -145,7 +148,8 @@ static void parse(int argc, char **argv)
 	unsigned long handlers = 1;
 	int c;
 
-	dp.queue_len = 1024;
+	dp.queue_len = 256;
+	dp.spin_us = 50;
 	dp.flow_limit = 200000;
 	dp.idle_ms = 10000;
 	dp.hsock = -1;
@@ -157,6 +161,7 @@ static void parse(int argc, char **argv)
 			port_specs[dp.nports++] = optarg;
 			break;
 		case 'H': handlers = num("--handlers", optarg, 1, DP_MAX_HANDLERS); break;
+		case O_SPIN: dp.spin_us = (unsigned int)num("--spin-us", optarg, 0, 1000000); break;
 		case 't': dp.want_threads = (unsigned int)num("--threads", optarg, 1, DP_MAX_THREADS); break;
 		case O_COPY: dp.copy = true; break;
 		case O_UNALIGNED: dp.unaligned = true; break;

@@ -557,7 +557,12 @@ struct uskb *msg_execute(struct uskb *upcall, const struct dp_msg *m, const stru
 
 	if (!pkt)
 		return NULL;
-	hlen = uskb_zerocopy_headlen(pkt);
+	/*
+	 * A zero-copy upcall's packet is all frags (its head went as frag 0):
+	 * reference them all. skb_zerocopy_headlen() would say "copy it all"
+	 * for a kmalloc head with nothing in it, as the kernel's does.
+	 */
+	hlen = uskb_headlen(pkt) ? uskb_zerocopy_headlen(pkt) : 0;
 	msg = uskb_nlmsg_new(GENL_HDRLEN + sizeof(struct ovs_header) + NLA_ALIGN(m->key->nla_len) +
 			     ACTIONS_MAX_SIZE + (unsigned int)uskb_nla_total_size((int)hlen));
 	if (!msg)
