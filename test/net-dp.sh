@@ -12,8 +12,8 @@
 #  - flows expire after --idle-ms;
 #  - stalled handlers lose upcalls (counted), and nothing leaks;
 #  - an external handler over --handler-socket does the handlers' work;
-#  - rules: push_vlan, a userspace action, an output to a port that does not
-#    exist refused and counted;
+#  - rules: push_vlan, pop_vlan, a userspace action, an output to a port
+#    that does not exist refused and counted;
 #  - bad options give one line and exit 2.
 # Needs root; skips (77) without it, without network namespaces or tshark.
 set -u
@@ -25,7 +25,7 @@ tmp=$(mktemp -d /tmp/uskb-dp.XXXXXX)
 na=$p-a nb=$p-b nd=$p-d a=${p}a b=${p}b d0=${p}d0 d1=${p}d1
 cleanup() {
 	for n in "$na" "$nb" "$nd"; do ip netns del "$n" 2>/dev/null; done
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+	[ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
 fail=0
@@ -125,8 +125,8 @@ for mode in zerocopy copy; do
 	echo "$mode: $N packets, hit $hit missed $missed lost $lost; $nflows flows; $matched upcall packets = forwarded frames"
 done
 
-# ---- the learning switch, both ways; flows expire ----
-dp_start -p "packet:$d0" -p "packet:$d1" -p null --dump-flows --duration 7 --idle-ms 1500 --stats 0.25
+# ---- the learning switch, both ways (two handlers); flows expire ----
+dp_start -p "packet:$d0" -p "packet:$d1" -p null --dump-flows --duration 7 --idle-ms 1500 --stats 0.25 -H 2
 send_ab 300 200 3 2000
 # now B -> A: A's address was learnt on port 1: no flood to port 3
 ip netns exec "$na" timeout 30 "$pg" --rx "packet:$a" -n 300 --duration 8 --json -q >"$tmp/rxa.json" &
@@ -144,7 +144,7 @@ last=$(grep '"final": false' "$tmp/dp.json" | tail -1)
 	bad "flows did not expire: $last"
 peak=$(sed -n 's/.*"flows": \([0-9]*\).*/\1/p' "$tmp/dp.json" | sort -n | tail -1)
 [ "$peak" -ge 6 ] || bad "at most $peak flows at once"
-echo "learning: B -> A 300 packets; flows peaked at $peak and expired ($ab samples at 0)"
+echo "learning (2 handlers): B -> A 300 packets; flows peaked at $peak and expired ($ab samples at 0)"
 
 # the flows again, kept: the learnt direction outputs to port 1 only; the first
 # packets to B (unknown until B spoke) flooded to 2 and 3
@@ -192,16 +192,24 @@ cat >"$tmp/rules" <<EOF
 in_port=1,udp,nw_src=198.18.1.1 actions=push_vlan:5,output:3
 in_port=1,udp,nw_src=198.18.1.2 actions=userspace:hello,output:2
 in_port=1,udp,nw_src=198.18.1.3 actions=output:9
+in_port=1,dl_vlan=7 actions=pop_vlan,output:3
 EOF
-dp_start -p "packet:$d0" -p "packet:$d1" -p "pcap:$tmp/vlan.pcap" --rules "$tmp/rules" --duration 4
+dp_start -p "packet:$d0" -p "packet:$d1" -p "pcap:$tmp/vlan.pcap" --rules "$tmp/rules" --duration 11
+# 40 frames tagged with VLAN 7 (source 198.18.9.9): popped on the way to the pcap port
+ip netns exec "$na" timeout 30 "$pg" -i "packet:$a" -q -n 40 -s 200 -m 02:00:00:00:00:02 \
+	-d 198.18.0.2 --ratep 2000 "src_min 198.18.9.9" "src_max 198.18.9.9" "vlan_id 7" >/dev/null ||
+	bad "the VLAN sender failed"
+# B gets only 1.2's 30 of these 90: its receiver waits out its 8 s
 send_ab 90 200 3 2000
 dp_wait rules
-vids=$(tshark -r "$tmp/vlan.pcap" -T fields -e vlan.id 2>/dev/null | sort -u)
-[ "$vids" = 5 ] || bad "push_vlan: VLAN ids in the pcap port: '$vids'"
+vids=$(tshark -r "$tmp/vlan.pcap" -T fields -e vlan.id 2>/dev/null | grep . | sort -u | paste -sd' ')
+[ "$vids" = "5" ] || bad "push_vlan/pop_vlan: VLAN ids in the pcap port: '$vids', want only 5"
+untagged=$(tshark -r "$tmp/vlan.pcap" -Y '!vlan && ip.src == 198.18.9.9' 2>/dev/null | grep -c .)
+[ "$untagged" = 40 ] || bad "pop_vlan: $untagged untagged frames from 198.18.9.9 in the pcap port, want 40"
 [ "$(json_num action_upcalls "$final")" -ge 29 ] || bad "userspace action: $final"
 [ "$(json_num bad_replies "$final")" -ge 1 ] || bad "output:9 should be refused: $final"
 grep -qF '"packets": 30,' <<<"$rx" || bad "rules: B should get the 30 packets of 198.18.1.2: $rx"
-echo "rules: push_vlan, userspace and a refused output:9"
+echo "rules: push_vlan, pop_vlan, userspace and a refused output:9"
 
 # ---- bad options ----
 check_usage() {
