@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Open vSwitch flow keys and upcalls (uskb/ovs.h): keys extracted from
- * crafted frames (IPv4 TCP/UDP/ICMP, fragments, ARP, IPv6 with extension
- * headers and ND, VLAN tags, 802.2/SNAP) and from every truncation of them,
+ * crafted frames (IPv4 TCP/UDP/SCTP/ICMP, fragments, ARP, IPv6 with
+ * extension headers in and out of order and ND, VLAN tags, 802.2/SNAP) and from every truncation of them,
  * never depending on a byte past the frame; the key attributes in the
  * kernel's order and sizes; and upcall messages read back with libmnl —
  * the copy and zerocopy modes byte-identical over linear heads, page
@@ -208,6 +208,39 @@ static void test_extract(void)
 	CHECK_EQ(k.ip_frag, OVS_FRAG_TYPE_LATER);
 	CHECK_EQ(k.ip_proto, 44);
 	CHECK_EQ(k.tp_dst, 0);
+
+	/* a later fragment whose next header is another extension header:
+	 * ipv6_find_hdr() finds no protocol, so "first" with protocol 59 */
+	f[14 + 40 + 8] = 60; /* fragment -> destination options */
+	CHECK_EQ(extract(f, n, &k), 0);
+	CHECK_EQ(k.ip_frag, OVS_FRAG_TYPE_FIRST);
+	CHECK_EQ(k.ip_proto, 59);
+
+	/* hop-by-hop, routing, then a destination header last: out of order */
+	n = eth(f, ETH_P_IPV6);
+	memset(f + n, 0, 40);
+	f[n] = 0x60, f[n + 6] = 0;
+	n += 40;
+	memset(f + n, 0, 24);
+	f[n] = 43;	/* hop -> routing */
+	f[n + 8] = 60;	/* routing -> destination options */
+	f[n + 16] = 17; /* destination options -> UDP */
+	n += 24;
+	n += udp(f + n, 4);
+	CHECK_EQ(extract(f, n, &k), 0);
+	CHECK_EQ(k.ipv6_exthdrs, (1 << 6) | (1 << 5) | (1 << 3) | (1 << 8)); /* HOP ROUTER DEST UNSEQ */
+	CHECK_EQ(k.ip_proto, 17);
+	CHECK_EQ(k.tp_dst, htons(6666));
+
+	/* SCTP: its ports, from a 12-byte common header */
+	n = eth(f, ETH_P_IP);
+	n += ip4(f + n, 132, 0, 12);
+	memcpy(f + n, (uint8_t[]){ 0x0b, 0x59, 0x0b, 0x5a, 0, 0, 0, 1, 0, 0, 0, 0 }, 12);
+	CHECK_EQ(extract(f, n + 12, &k), 0);
+	CHECK_EQ(k.tp_src, htons(2905));
+	CHECK_EQ(k.tp_dst, htons(2906));
+	CHECK_EQ(extract(f, n + 11, &k), 0);
+	CHECK_EQ(k.tp_src, 0);
 
 	/* IPv6 neighbour solicitation with a source link-layer option */
 	n = eth(f, ETH_P_IPV6);
@@ -424,6 +457,17 @@ static void test_key_attrs(void)
 			     OVS_KEY_ATTR_ETHERTYPE, OVS_KEY_ATTR_IPV6, OVS_KEY_ATTR_IPV6_EXTHDRS,
 			     OVS_KEY_ATTR_ICMPV6, OVS_KEY_ATTR_ND },
 		    (int[]){ 4, 4, 4, 4, 4, 12, 2, 40, 2, 2, 28 }, 11);
+
+	/* SCTP */
+	n = eth(f, ETH_P_IP);
+	n += ip4(f + n, 132, 0, 12);
+	memset(f + n, 0, 12);
+	uskb_trim(msg, 0);
+	nest = put_key(msg, f, n + 12);
+	check_attrs(nest,
+		    (int[]){ meta[0], meta[1], meta[2], meta[3], meta[4], meta[5],
+			     OVS_KEY_ATTR_ETHERTYPE, OVS_KEY_ATTR_IPV4, OVS_KEY_ATTR_SCTP },
+		    (int[]){ 4, 4, 4, 4, 4, 12, 2, 12, 4 }, 9);
 
 	/* ARP; 802.2 without ETHERTYPE */
 	n = eth(f, ETH_P_ARP);

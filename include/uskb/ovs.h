@@ -89,7 +89,7 @@ USKB_API int uskb_ovs_key_extract(const struct uskb *skb, uint32_t in_port,
  * OVS_FLOW_ATTR_KEY) holding its OVS_KEY_ATTR_* attributes in the kernel's
  * order: RECIRC_ID, DP_HASH, PRIORITY, IN_PORT, SKB_MARK, ETHERNET, the
  * VLAN tags with their ENCAP nests, ETHERTYPE, IPV4 / IPV6 + IPV6_EXTHDRS /
- * ARP, then TCP + TCP_FLAGS / UDP / ICMP / ICMPV6 (+ ND). 0, or -EMSGSIZE
+ * ARP, then TCP + TCP_FLAGS / UDP / SCTP / ICMP / ICMPV6 (+ ND). 0, or -EMSGSIZE
  * when the tailroom is short (nothing is left written).
  */
 USKB_API int uskb_ovs_key_put(struct uskb *msg, const struct uskb_ovs_key *key, int attrtype);

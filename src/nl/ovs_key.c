@@ -39,7 +39,7 @@ enum {
 	EH_UNSEQ = 1 << 8,
 };
 
-enum { NH_HOP = 0, NH_TCP = 6, NH_UDP = 17, NH_ROUTING = 43, NH_FRAGMENT = 44, NH_ESP = 50,
+enum { NH_HOP = 0, NH_TCP = 6, NH_UDP = 17, NH_SCTP = 132, NH_ROUTING = 43, NH_FRAGMENT = 44, NH_ESP = 50,
        NH_AUTH = 51, NH_ICMPV6 = 58, NH_NONE = 59, NH_DEST = 60, NH_ICMP = 1 };
 
 static inline uint16_t rd16(const uint8_t *p)
@@ -109,7 +109,7 @@ static uint16_t ethertype(struct view *v, unsigned int *off)
 	if (!has(v, *off + 8))
 		return htons(ETH_P_802_2);
 	llc = p + *off; /* dsap ssap ctrl oui[3] type */
-	if (llc[0] != 0xaa || llc[1] != 0xaa || (llc[3] | llc[4] | llc[5]) != 0)
+	if (llc[0] != 0xaa || llc[1] != 0xaa || llc[2] != 0x03 || (llc[3] | llc[4] | llc[5]) != 0)
 		return htons(ETH_P_802_2);
 	*off += 8;
 	if (ntohs(rd16(llc + 6)) >= ETH_P_802_3_MIN)
@@ -134,7 +134,8 @@ static void l4_ports(struct view *v, unsigned int th, struct uskb_ovs_key *key)
 		}
 		break;
 	case NH_UDP:
-		if (has(v, th + 8)) {
+	case NH_SCTP:
+		if (has(v, th + (key->ip_proto == NH_UDP ? 8 : 12))) {
 			key->tp_src = rd16(p + th);
 			key->tp_dst = rd16(p + th + 2);
 		}
@@ -193,46 +194,74 @@ static void arp(struct view *v, unsigned int nh, struct uskb_ovs_key *key)
 	memcpy(&key->addr.ipv4.dst, a + 24, 4);
 }
 
+/* ipv6_ext_hdr(): the headers ipv6_find_hdr() steps over (not ESP) */
+static bool ipv6_ext(uint8_t next)
+{
+	return next == NH_HOP || next == NH_ROUTING || next == NH_FRAGMENT || next == NH_AUTH ||
+	       next == NH_NONE || next == NH_DEST;
+}
+
 /*
- * The extension header bits: each header once (a destination options
- * header may come twice, before a routing header and last), in RFC 8200's
- * order, else UNREP / UNSEQ.
+ * The extension header bits, as the kernel's get_ipv6_ext_hdrs() sets
+ * them: each header it steps over, UNREP for one seen twice (a destination
+ * options header may come twice: before a routing header and last), UNSEQ
+ * for one out of RFC 8200's order. ESP ends the walk unseen; every header
+ * is stepped over by its 8-byte length field.
  */
 static uint16_t ipv6_exthdrs(struct view *v, unsigned int off, uint8_t next)
 {
 	const uint8_t *p = v->p;
 	uint16_t bits = 0;
-	int dest_seen = 0, order = 0;
+	int dests = 0;
 
-	for (int i = 0; i < 16; i++) {
-		int rank, bit;
-		unsigned int len;
-
+	for (int i = 0; i < 32 && ipv6_ext(next); i++) {
 		switch (next) {
-		case NH_HOP: bit = EH_HOP; rank = 1; break;
-		case NH_DEST: bit = EH_DEST; rank = (bits & EH_ROUTER) ? 6 : 2; break;
-		case NH_ROUTING: bit = EH_ROUTER; rank = 3; break;
-		case NH_FRAGMENT: bit = EH_FRAG; rank = 4; break;
-		case NH_AUTH: bit = EH_AUTH; rank = 5; break;
-		case NH_ESP: return bits | EH_ESP; /* nothing after it is readable */
-		case NH_NONE: return bits | EH_NONEXT;
-		default: return bits;
-		}
-		if (next == NH_DEST) {
-			if (dest_seen++ >= 2)
+		case NH_NONE:
+			return bits | EH_NONEXT;
+		case NH_AUTH:
+			if (bits & EH_AUTH)
 				bits |= EH_UNREP;
-		} else if (bits & bit) {
-			bits |= EH_UNREP;
+			if ((bits & ~(EH_HOP | EH_DEST | EH_ROUTER | EH_FRAG | EH_UNREP)) || dests >= 2)
+				bits |= EH_UNSEQ;
+			bits |= EH_AUTH;
+			break;
+		case NH_DEST:
+			if (dests == 0) {
+				if (bits & ~(EH_HOP | EH_UNREP))
+					bits |= EH_UNSEQ;
+				bits |= EH_DEST;
+			} else if (dests == 1) {
+				if (bits & ~(EH_HOP | EH_DEST | EH_ROUTER | EH_FRAG | EH_AUTH | EH_ESP | EH_UNREP))
+					bits |= EH_UNSEQ;
+			} else {
+				bits |= EH_UNREP;
+			}
+			dests++;
+			break;
+		case NH_FRAGMENT:
+			if (bits & EH_FRAG)
+				bits |= EH_UNREP;
+			if ((bits & ~(EH_HOP | EH_DEST | EH_ROUTER | EH_UNREP)) || dests >= 2)
+				bits |= EH_UNSEQ;
+			bits |= EH_FRAG;
+			break;
+		case NH_ROUTING:
+			if (bits & EH_ROUTER)
+				bits |= EH_UNREP;
+			if ((bits & ~(EH_HOP | EH_DEST | EH_UNREP)) || dests >= 2)
+				bits |= EH_UNSEQ;
+			bits |= EH_ROUTER;
+			break;
+		case NH_HOP:
+			if (bits & EH_HOP)
+				bits |= EH_UNREP;
+			bits |= bits ? EH_UNSEQ : EH_HOP; /* HOP only when it comes first */
+			break;
 		}
-		if (rank < order)
-			bits |= EH_UNSEQ;
-		order = rank;
-		bits |= (uint16_t)bit;
-		if (!has(v, off + 8))
+		if (!has(v, off + 2))
 			return bits;
-		len = next == NH_FRAGMENT ? 8 : next == NH_AUTH ? (p[off + 1] + 2u) * 4 : (p[off + 1] + 1u) * 8;
 		next = p[off];
-		off += len;
+		off += (p[off + 1] + 1u) * 8;
 	}
 	return bits;
 }
@@ -290,17 +319,19 @@ static void ipv6(struct view *v, unsigned int nh, struct uskb_ovs_key *key)
 	key->ipv6_exthdrs = ipv6_exthdrs(v, off, next);
 
 	/* ipv6_find_hdr(): skip extension headers to the upper layer */
-	for (;;) {
+	while (ipv6_ext(next) && next != NH_NONE) {
 		unsigned int len;
 
-		if (next != NH_HOP && next != NH_ROUTING && next != NH_FRAGMENT &&
-		    next != NH_DEST && next != NH_AUTH)
-			break;
-		if (!has(v, off + 8))
+		if (!has(v, off + (next == NH_FRAGMENT ? 4 : 2)))
 			goto error;
 		if (next == NH_FRAGMENT) {
 			frag = true;
 			if (ntohs(rd16(p + off + 2)) & 0xfff8) {
+				/* a later fragment; one whose next header is itself an
+				 * extension header is a "first" with no protocol, as
+				 * ipv6_find_hdr()'s -ENOENT makes it */
+				if (ipv6_ext(p[off]) && p[off] != NH_NONE)
+					goto error;
 				key->ip_frag = OVS_FRAG_TYPE_LATER;
 				key->ip_proto = NH_FRAGMENT;
 				return;
@@ -410,7 +441,8 @@ uint32_t uskb_ovs_flow_hash(const struct uskb_ovs_key *key)
 		memcpy(w, &key->addr.ipv6, 32);
 		nw = 8;
 	} else {
-		memcpy(w, key->eth_src, 12);
+		memcpy(w, key->eth_src, 6);
+		memcpy((uint8_t *)w + 6, key->eth_dst, 6);
 		nw = 3;
 		h ^= key->eth_type;
 	}
@@ -496,6 +528,11 @@ static int put_l4(struct uskb *msg, const struct uskb_ovs_key *k)
 		struct ovs_key_udp u = { .udp_src = k->tp_src, .udp_dst = k->tp_dst };
 
 		if (uskb_nla_put(msg, OVS_KEY_ATTR_UDP, sizeof(u), &u))
+			return -EMSGSIZE;
+	} else if (k->ip_proto == NH_SCTP) {
+		struct ovs_key_sctp c = { .sctp_src = k->tp_src, .sctp_dst = k->tp_dst };
+
+		if (uskb_nla_put(msg, OVS_KEY_ATTR_SCTP, sizeof(c), &c))
 			return -EMSGSIZE;
 	} else if (v4 && k->ip_proto == NH_ICMP) {
 		struct ovs_key_icmp i = { .icmp_type = (uint8_t)ntohs(k->tp_src),

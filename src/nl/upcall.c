@@ -85,7 +85,6 @@ struct uskb *uskb_ovs_upcall(struct uskb *skb, const struct uskb_ovs_key *key,
 {
 	bool copy = info->flags & USKB_OVS_UPCALL_COPY;
 	bool pad = !(info->flags & USKB_OVS_UPCALL_UNALIGNED);
-	struct uskb_shared_info *sh = uskb_shinfo(skb);
 	struct ovs_header *oh;
 	struct nlmsghdr *nlh;
 	struct nlattr *nla;
@@ -103,9 +102,10 @@ struct uskb *uskb_ovs_upcall(struct uskb *skb, const struct uskb_ovs_key *key,
 		hlen = skb->len;
 	} else {
 		hlen = uskb_zerocopy_headlen(skb);
-		/* the zero pad needs a frag slot of its own: else copy it all */
+		/* the zero pad needs a frag slot of its own: else copy it all (the
+		 * shinfo is read here, after uskb_checksum_help() may have moved it) */
 		if (pad && hlen < skb->len && (skb->len & (NLA_ALIGNTO - 1)) &&
-		    sh->nr_frags + (hlen == 0) >= USKB_MAX_SKB_FRAGS)
+		    uskb_shinfo(skb)->nr_frags + (hlen == 0) >= USKB_MAX_SKB_FRAGS)
 			hlen = skb->len;
 	}
 	if (info->userdata && (info->userdata->nla_len < NLA_HDRLEN)) {
