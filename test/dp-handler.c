@@ -6,7 +6,8 @@
  * sent in (checked with libmnl), refuses and counts every malformed reply —
  * lengths that lie, truncated and unknown attributes, a duplicate, a key
  * not in its encoding, a port that does not exist, a packet shorter than
- * Ethernet, a thread that does not exist, garbage — and applies the one
+ * Ethernet, a packet claiming bytes past the message, a thread that does
+ * not exist, garbage — and applies the one
  * good FLOW_CMD_NEW and EXECUTE: the frame comes out of port 2 and the
  * flow's next frames hit. It ends with no leak (exit 0).
  */
@@ -256,6 +257,15 @@ static void test_handler(const char *dp_path)
 		nbad++;
 		/* a packet shorter than Ethernet */
 		msg_send(hs, execute(u.key, frame, 10, up->nlmsg_pid));
+		nbad++;
+		/* an unaligned message whose packet claims two bytes past its end
+		 * (within the length rounded up, which is all libmnl checks) */
+		m = execute(u.key, frame, 61, up->nlmsg_pid);
+		uskb_nlmsg_end(m, (struct nlmsghdr *)m->data);
+		((struct nlmsghdr *)m->data)->nlmsg_len = m->len - 3;
+		((struct nlattr *)(m->data + m->len - 68))->nla_len = 4 + 61 + 2;
+		send(hs, m->data, m->len - 3, MSG_NOSIGNAL);
+		uskb_free(m);
 		nbad++;
 		/* a thread that does not exist */
 		msg_send(hs, flow_new(u.key, 2, 99));

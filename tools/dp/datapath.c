@@ -141,7 +141,7 @@ static struct uskb *pop_vlan(struct uskb *skb)
 
 /* an upcall of @skb (which stays the caller's); false when it was lost */
 static bool upcall(struct dpthread *t, struct uskb *skb, const struct uskb_ovs_key *key,
-		   uint8_t cmd, const struct actions *a, uint32_t *wakemask)
+		   uint8_t cmd, const struct actions *a, bool copy, uint32_t *wakemask)
 {
 	uint32_t fh = uskb_ovs_flow_hash(key);
 	struct uskb_ovs_upcall_info info = {
@@ -150,7 +150,8 @@ static bool upcall(struct dpthread *t, struct uskb *skb, const struct uskb_ovs_k
 		.portid = t->id + 1, /* the thread a reply goes back to */
 		.userdata = cmd == OVS_PACKET_CMD_ACTION ? (const struct nlattr *)a->userdata : NULL,
 		.hash = fh | USKB_OVS_PACKET_HASH_SW | (key->tp_src | key->tp_dst ? USKB_OVS_PACKET_HASH_L4 : 0),
-		.flags = (dp.copy ? USKB_OVS_UPCALL_COPY : 0) | (dp.unaligned ? USKB_OVS_UPCALL_UNALIGNED : 0),
+		.flags = (dp.copy || copy ? USKB_OVS_UPCALL_COPY : 0) |
+			 (dp.unaligned ? USKB_OVS_UPCALL_UNALIGNED : 0),
 	};
 	struct handler *h;
 	struct uskb *msg;
@@ -212,7 +213,11 @@ static void execute(struct dpthread *t, struct uskb *skb, const struct actions *
 			if (uskb_ovs_key_extract(skb, key->in_port, &now))
 				break;
 			cnt_add(&t->action_upcalls, 1);
-			upcall(t, skb, &now, OVS_PACKET_CMD_ACTION, a, wakemask);
+			/*
+			 * Actions after it may rewrite the frame's head in place,
+			 * which a zero-copy upcall would share: copy unless it is last.
+			 */
+			upcall(t, skb, &now, OVS_PACKET_CMD_ACTION, a, i < a->n - 1, wakemask);
 			break;
 		}
 		}
@@ -240,8 +245,11 @@ static void apply_reply(struct dpthread *t, struct uskb *msg, uint32_t *wakemask
 	const char *why = NULL;
 	int ret;
 
-	if (msg_parse(msg->data, uskb_headlen(msg), msg->len, &m, &why) ||
-	    (m.family == DP_FAMILY_FLOW ? msg_key_exact(m.key, &k, &why) : msg_key(m.key, &k, &why)) ||
+	if (msg_parse(msg->data, uskb_headlen(msg), msg->len, &m, &why))
+		goto bad;
+	if (m.family == DP_FAMILY_PACKET && m.genl_cmd == OVS_PACKET_CMD_EXECUTE && t->inflight)
+		t->inflight--; /* answered, applied or not */
+	if ((m.family == DP_FAMILY_FLOW ? msg_key_exact(m.key, &k, &why) : msg_key(m.key, &k, &why)) ||
 	    msg_actions(m.actions, dp.nports, &a, &why))
 		goto bad;
 	if (k.in_port < 1 || k.in_port > dp.nports || t->txq[k.in_port - 1] < 0 ||
@@ -257,8 +265,6 @@ static void apply_reply(struct dpthread *t, struct uskb *msg, uint32_t *wakemask
 	} else if (m.family == DP_FAMILY_PACKET && m.genl_cmd == OVS_PACKET_CMD_EXECUTE) {
 		struct uskb *pkt = msg_packet(msg, &m);
 
-		if (t->inflight)
-			t->inflight--;
 		cnt_add(&t->executed, 1);
 		if (pkt)
 			execute(t, pkt, &a, &k, wakemask);
@@ -309,7 +315,7 @@ static void process(struct dpthread *t, struct port *port, struct uskb *skb, uin
 		return;
 	}
 	cnt_add(&t->missed, 1);
-	upcall(t, skb, &key, OVS_PACKET_CMD_MISS, NULL, wakemask);
+	upcall(t, skb, &key, OVS_PACKET_CMD_MISS, NULL, false, wakemask);
 	uskb_free(skb);
 }
 
@@ -385,7 +391,8 @@ static void *dp_main(void *arg)
 		take_inboxes(t);
 		out_flush(t);
 		if (now >= t->next_sweep) {
-			unsigned int gone = table_expire(&t->tab, now - (uint64_t)dp.idle_ms * 1000000ull);
+			uint64_t idle = (uint64_t)dp.idle_ms * 1000000ull;
+			unsigned int gone = table_expire(&t->tab, now > idle ? now - idle : 0);
 
 			cnt_add(&t->expired, gone);
 			atomic_store_explicit(&t->flows, t->tab.count, memory_order_relaxed);
@@ -418,21 +425,7 @@ int dp_thread_start(struct dpthread *t)
 
 int dp_send_external(struct uskb *msg)
 {
-	const struct uskb_shared_info *sh = uskb_shinfo(msg);
-	struct iovec iov[1 + USKB_MAX_SKB_FRAGS];
-	struct msghdr mh = { .msg_iov = iov };
-	ssize_t n;
-
-	/* the head and each frag as they are: the kernel copies them into its skb */
-	iov[0].iov_base = msg->data;
-	iov[0].iov_len = uskb_headlen(msg);
-	for (int i = 0; i < sh->nr_frags; i++) {
-		iov[1 + i].iov_base = uskb_frag_address(&sh->frags[i]);
-		iov[1 + i].iov_len = uskb_frag_size(&sh->frags[i]);
-	}
-	mh.msg_iovlen = 1 + (size_t)sh->nr_frags;
-	n = sendmsg(dp.hsock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return n == (ssize_t)msg->len ? 0 : -1;
+	return msg_send(dp.hsock, msg, MSG_DONTWAIT);
 }
 
 void dp_deliver_reply(struct uskb *msg)

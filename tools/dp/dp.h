@@ -205,7 +205,7 @@ struct dp {
 	double stats_interval, duration;
 	const char *upcall_pcap, *rules_file, *handler_socket;
 	bool handler_only; /* --handler-of: this process only runs handlers */
-	/* the external handler's socket (datapath side), and its lock for sends */
+	/* the external handler's socket (datapath side); SEQPACKET sends are atomic */
 	int hsock;
 	counter_t ext_bad; /* replies from it that name no thread (its reader writes it) */
 	atomic_int stop;
@@ -266,6 +266,8 @@ struct uskb *msg_flow_new(uint32_t pid, const struct nlattr *key, const struct a
 struct uskb *msg_execute(struct uskb *upcall, const struct dp_msg *m, const struct actions *a);
 /* the packet of a parsed message as an skb of its own (sharing the message's memory) */
 struct uskb *msg_packet(struct uskb *msg, const struct dp_msg *m);
+/* one sendmsg() of the head and the frags of @msg on @fd: 0, or -1 (errno) */
+int msg_send(int fd, struct uskb *msg, int flags);
 
 /* handler.c */
 int handlers_start(void);

@@ -224,6 +224,8 @@ void key_print(FILE *f, const struct uskb_ovs_key *k)
 				ntohs(k->tp_dst), ntohs(k->tcp_flags));
 		else if (k->ip_proto == 17)
 			fprintf(f, ",udp(src=%u,dst=%u)", ntohs(k->tp_src), ntohs(k->tp_dst));
+		else if (k->ip_proto == 132)
+			fprintf(f, ",sctp(src=%u,dst=%u)", ntohs(k->tp_src), ntohs(k->tp_dst));
 		else if (k->ip_proto == 1 && type == ETH_P_IP)
 			fprintf(f, ",icmp(type=%u,code=%u)", ntohs(k->tp_src), ntohs(k->tp_dst));
 		else if (k->ip_proto == 58 && type == ETH_P_IPV6)

@@ -205,9 +205,13 @@ int handlers_start(void)
 
 		char name[16];
 
+		int ret;
+
 		h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (h->efd < 0 || pthread_create(&h->tid, NULL, handler_main, h))
+		if (h->efd < 0)
 			return -errno;
+		if ((ret = pthread_create(&h->tid, NULL, handler_main, h)))
+			return -ret;
 		snprintf(name, sizeof(name), "dp-handler%u", i % 100u); /* at most 32 */
 		pthread_setname_np(h->tid, name);
 	}
@@ -229,21 +233,6 @@ void handlers_stop(void)
 }
 
 /* ---- an external handler: uskb-dp --handler-of PATH ---- */
-
-static int send_msg(int fd, struct uskb *msg)
-{
-	const struct uskb_shared_info *sh = uskb_shinfo(msg);
-	struct iovec iov[1 + USKB_MAX_SKB_FRAGS];
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 1 + (size_t)sh->nr_frags };
-
-	iov[0].iov_base = msg->data;
-	iov[0].iov_len = uskb_headlen(msg);
-	for (int i = 0; i < sh->nr_frags; i++) {
-		iov[1 + i].iov_base = uskb_frag_address(&sh->frags[i]);
-		iov[1 + i].iov_len = uskb_frag_size(&sh->frags[i]);
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) == (ssize_t)msg->len ? 0 : -errno;
-}
 
 /* OVS_VPORT_CMD_NEW: the datapath says which ports it has */
 static int vport_attr(const struct nlattr *attr, void *data)
@@ -315,7 +304,7 @@ int handler_external(const char *path)
 		handler_process(&h, upcall, replies, &nr);
 		uskb_free(upcall);
 		for (int i = 0; i < nr; i++) {
-			send_msg(fd, replies[i]);
+			msg_send(fd, replies[i], 0);
 			uskb_free(replies[i]);
 		}
 	}

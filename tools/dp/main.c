@@ -517,7 +517,8 @@ static void catch_signals(void)
 int main(int argc, char **argv)
 {
 	uint64_t start, next_stats;
-	int status = 0;
+	unsigned int started;
+	int status = 0, ret;
 
 	parse(argc, argv);
 	catch_signals();
@@ -535,15 +536,14 @@ int main(int argc, char **argv)
 		return 1;
 	if (dp.handler_socket)
 		serve_handler_socket();
-	else if (handlers_start()) {
-		fprintf(stderr, "uskb-dp: cannot start the handlers: %s\n", strerror(errno));
+	else if ((ret = handlers_start())) {
+		fprintf(stderr, "uskb-dp: cannot start the handlers: %s\n", strerror(-ret));
 		return 1;
 	}
-	for (unsigned int i = 0; i < dp.nthreads; i++)
-		if (dp_thread_start(dp.thr[i])) {
-			fprintf(stderr, "uskb-dp: cannot start a thread: %s\n", strerror(errno));
+	for (started = 0; started < dp.nthreads; started++)
+		if ((ret = dp_thread_start(dp.thr[started]))) {
+			fprintf(stderr, "uskb-dp: cannot start a thread: %s\n", strerror(-ret));
 			atomic_store(&dp.stop, 1);
-			dp.nthreads = i;
 			status = 1;
 			break;
 		}
@@ -569,7 +569,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	}
 	atomic_store(&dp.stop, 1);
-	for (unsigned int i = 0; i < dp.nthreads; i++)
+	for (unsigned int i = 0; i < started; i++)
 		pthread_join(dp.thr[i]->tid, NULL);
 	if (dp.handler_socket && dp.hsock >= 0) {
 		shutdown(dp.hsock, SHUT_RDWR);

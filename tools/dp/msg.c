@@ -15,6 +15,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <libmnl/libmnl.h>
 #include <linux/if_ether.h>
 
@@ -65,10 +67,13 @@ static int msg_attr(const struct nlattr *attr, void *data)
 			return w->why = "the packet attribute's header is not in the head", MNL_CB_ERROR;
 		if (mnl_attr_get_payload_len(attr) < ETH_HLEN)
 			return w->why = "a packet shorter than an Ethernet header", MNL_CB_ERROR;
+		/* libmnl allows the message's length rounded up: the packet may not */
+		if (off + attr->nla_len > w->len || end < w->len)
+			return w->why = "a packet attribute that is not the message's end", MNL_CB_ERROR;
 		w->m->pkt_off = (unsigned int)(off + NLA_HDRLEN);
 		w->m->pkt_len = mnl_attr_get_payload_len(attr);
 		w->after_packet = true;
-		return MNL_CB_OK;
+		return MNL_CB_STOP; /* the last: no header after it is read */
 	}
 	/* whole in the head, and so is the next attribute's header */
 	if (off + attr->nla_len > w->headlen || (end < w->len && end + NLA_HDRLEN > w->headlen))
@@ -131,6 +136,7 @@ int msg_parse(const uint8_t *head, size_t headlen, size_t len, struct dp_msg *m,
 	const struct nlmsghdr *nlh = (const struct nlmsghdr *)head;
 	const struct genlmsghdr *g;
 	struct walk w = { .head = head, .headlen = headlen, .len = len, .m = m };
+	int ret;
 
 	memset(m, 0, sizeof(*m));
 	if (headlen > len || headlen < hdr || len > 0x7fffffff) {
@@ -149,9 +155,13 @@ int msg_parse(const uint8_t *head, size_t headlen, size_t len, struct dp_msg *m,
 	}
 	g = mnl_nlmsg_get_payload(nlh);
 	m->genl_cmd = g->cmd;
+	if (len > hdr && headlen < hdr + NLA_HDRLEN) {
+		*why = "the first attribute's header is not in the head";
+		return -EINVAL;
+	}
 	w.end = hdr;
-	if (mnl_attr_parse(nlh, GENL_HDRLEN + sizeof(struct ovs_header), msg_attr, &w) != MNL_CB_OK ||
-	    w.end < len) {
+	ret = mnl_attr_parse(nlh, GENL_HDRLEN + sizeof(struct ovs_header), msg_attr, &w);
+	if ((ret != MNL_CB_OK && ret != MNL_CB_STOP) || w.end < len) {
 		*why = w.why ? w.why : "an attribute that does not fit the message";
 		return -EINVAL;
 	}
@@ -174,6 +184,7 @@ static const uint8_t key_size[OVS_KEY_ATTR_MAX + 1] = {
 	[OVS_KEY_ATTR_ETHERTYPE] = 2, [OVS_KEY_ATTR_VLAN] = 2,	   [OVS_KEY_ATTR_IPV4] = 12,
 	[OVS_KEY_ATTR_IPV6] = 40,     [OVS_KEY_ATTR_IPV6_EXTHDRS] = 2, [OVS_KEY_ATTR_ARP] = 24,
 	[OVS_KEY_ATTR_TCP] = 4,	      [OVS_KEY_ATTR_TCP_FLAGS] = 2, [OVS_KEY_ATTR_UDP] = 4,
+	[OVS_KEY_ATTR_SCTP] = 4,
 	[OVS_KEY_ATTR_ICMP] = 2,      [OVS_KEY_ATTR_ICMPV6] = 2,   [OVS_KEY_ATTR_ND] = 28,
 };
 
@@ -310,6 +321,11 @@ static int key_level(const struct nlattr *nest, struct uskb_ovs_key *k, int dept
 
 		k->tp_src = v->udp_src, k->tp_dst = v->udp_dst;
 	}
+	if (a[OVS_KEY_ATTR_SCTP]) {
+		const struct ovs_key_sctp *v = mnl_attr_get_payload(a[OVS_KEY_ATTR_SCTP]);
+
+		k->tp_src = v->sctp_src, k->tp_dst = v->sctp_dst;
+	}
 	if (a[OVS_KEY_ATTR_ICMP] || a[OVS_KEY_ATTR_ICMPV6]) {
 		const uint8_t *v = mnl_attr_get_payload(a[OVS_KEY_ATTR_ICMP] ? a[OVS_KEY_ATTR_ICMP]
 									  : a[OVS_KEY_ATTR_ICMPV6]);
@@ -436,10 +452,10 @@ static int action_attr(const struct nlattr *attr, void *data)
 		if (!covered(mnl_attr_get_payload(attr), mnl_attr_get_payload_len(attr), w->uend))
 			return w->why = "a userspace attribute that does not fit its nest", MNL_CB_ERROR;
 		if (!w->a->udlen) { /* an empty USERDATA marks "there was one" */
+			struct nlattr empty = { .nla_len = NLA_HDRLEN, .nla_type = OVS_USERSPACE_ATTR_USERDATA };
+
 			w->a->udlen = NLA_HDRLEN;
-			memset(w->a->userdata, 0, NLA_HDRLEN);
-			w->a->userdata[0] = NLA_HDRLEN;
-			w->a->userdata[2] = OVS_USERSPACE_ATTR_USERDATA;
+			memcpy(w->a->userdata, &empty, NLA_HDRLEN);
 		}
 		break;
 	default:
@@ -544,7 +560,7 @@ struct uskb *msg_packet(struct uskb *msg, const struct dp_msg *m)
 		return NULL;
 	}
 	uskb_reset_mac_header(p);
-	memcpy(&p->protocol, p->data + 12, 2);
+	uskb_copy_bits(p, 12, &p->protocol, 2); /* the head may hold none of it */
 	return p;
 }
 
@@ -586,4 +602,20 @@ fail:
 	uskb_free(msg);
 	uskb_free(pkt);
 	return NULL;
+}
+
+int msg_send(int fd, struct uskb *msg, int flags)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(msg);
+	struct iovec iov[1 + USKB_MAX_SKB_FRAGS];
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 1 + (size_t)sh->nr_frags };
+
+	/* the head and each frag as they are: the kernel copies them into its skb */
+	iov[0].iov_base = msg->data;
+	iov[0].iov_len = uskb_headlen(msg);
+	for (int i = 0; i < sh->nr_frags; i++) {
+		iov[1 + i].iov_base = uskb_frag_address(&sh->frags[i]);
+		iov[1 + i].iov_len = uskb_frag_size(&sh->frags[i]);
+	}
+	return sendmsg(fd, &mh, flags | MSG_NOSIGNAL) == (ssize_t)msg->len ? 0 : -1;
 }

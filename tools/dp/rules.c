@@ -151,11 +151,13 @@ static int parse_action(struct rule *r, char *tok, const char **why)
 
 		if (r->a.udlen || len > DP_MAX_USERDATA - NLA_HDRLEN)
 			return *why = "one userspace action per rule, its text at most 60 bytes", -1;
+		struct nlattr hdr = { .nla_len = (uint16_t)(NLA_HDRLEN + len),
+				      .nla_type = OVS_USERSPACE_ATTR_USERDATA };
+
 		x->type = OVS_ACTION_ATTR_USERSPACE;
-		r->a.udlen = (uint16_t)(NLA_HDRLEN + len);
+		r->a.udlen = hdr.nla_len;
 		memset(r->a.userdata, 0, sizeof(r->a.userdata));
-		r->a.userdata[0] = (uint8_t)r->a.udlen;
-		r->a.userdata[2] = OVS_USERSPACE_ATTR_USERDATA;
+		memcpy(r->a.userdata, &hdr, NLA_HDRLEN);
 		if (len)
 			memcpy(r->a.userdata + NLA_HDRLEN, arg, len);
 	} else {
@@ -201,6 +203,12 @@ int rules_load(const char *path)
 		struct rule *grown;
 
 		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fprintf(stderr, "uskb-dp: %s:%u: a line longer than %zu bytes\n", path, lineno,
+				sizeof(line) - 2);
+			fclose(f);
+			return -1;
+		}
 		if (hash)
 			*hash = 0;
 		while (*p == ' ' || *p == '\t')
@@ -208,8 +216,11 @@ int rules_load(const char *path)
 		if (!*p || *p == '\n')
 			continue;
 		grown = realloc(rules, (nrules + 1) * sizeof(*rules));
-		if (!grown)
-			break;
+		if (!grown) {
+			fprintf(stderr, "uskb-dp: %s: out of memory\n", path);
+			fclose(f);
+			return -1;
+		}
 		rules = grown;
 		if (parse_line(&rules[nrules], p, &why)) {
 			fprintf(stderr, "uskb-dp: %s:%u: %s\n", path, lineno, why);
@@ -233,6 +244,12 @@ int rules_match(const struct uskb_ovs_key *k, struct actions *a)
 		    ((m & M_DL_DST) && memcmp(k->eth_dst, r->k.eth_dst, 6)) ||
 		    ((m & M_DL_TYPE) && k->eth_type != r->k.eth_type) ||
 		    ((m & M_DL_VLAN) && (!k->vlan_tci || (ntohs(k->vlan_tci) & 0xfff) != r->vid)) ||
+		    /* as OpenFlow's prerequisites: nw_* on IPv4 (or ARP), tp_* on TCP/UDP/SCTP */
+		    ((m & (M_NW_SRC | M_NW_DST)) && k->eth_type != htons(ETH_P_IP) &&
+		     k->eth_type != htons(ETH_P_ARP)) ||
+		    ((m & (M_TP_SRC | M_TP_DST)) &&
+		     ((k->eth_type != htons(ETH_P_IP) && k->eth_type != htons(ETH_P_IPV6)) ||
+		      (k->ip_proto != 6 && k->ip_proto != 17 && k->ip_proto != 132))) ||
 		    ((m & M_NW_SRC) && k->addr.ipv4.src != r->k.addr.ipv4.src) ||
 		    ((m & M_NW_DST) && k->addr.ipv4.dst != r->k.addr.ipv4.dst) ||
 		    ((m & M_NW_PROTO) && k->ip_proto != r->k.ip_proto) ||
