@@ -165,7 +165,7 @@ static void parse(int argc, char **argv)
 		case 't': dp.want_threads = (unsigned int)num("--threads", optarg, 1, DP_MAX_THREADS); break;
 		case O_COPY: dp.copy = true; break;
 		case O_UNALIGNED: dp.unaligned = true; break;
-		case O_QUEUE: dp.queue_len = (unsigned int)num("--queue", optarg, 1, 1 << 20); break;
+		case O_QUEUE: dp.queue_len = (unsigned int)num("--queue", optarg, 1, 65536); break;
 		case O_RULES: dp.rules_file = optarg; break;
 		case O_HSOCK: dp.handler_socket = optarg; break;
 		case O_HOF: dp.handler_socket = optarg, dp.handler_only = true; break;
