@@ -143,7 +143,8 @@ last=$(grep '"final": false' "$tmp/dp.json" | tail -1)
 [ "$(json_num flows "$last")" = 0 ] && [ "$(json_num expired "$last")" -ge 6 ] ||
 	bad "flows did not expire: $last"
 peak=$(sed -n 's/.*"flows": \([0-9]*\).*/\1/p' "$tmp/dp.json" | sort -n | tail -1)
-[ "$peak" -ge 6 ] || bad "at most $peak flows at once"
+# both directions' flows were in (3 each; they may not all have been at once) and all went
+[ "$peak" -ge 3 ] || bad "at most $peak flows at once"
 echo "learning (2 handlers): B -> A 300 packets; flows peaked at $peak and expired ($ab samples at 0)"
 
 # the flows again, kept: the learnt direction outputs to port 1 only; the first
