@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The datapath threads, one per port receive queue (ovs_dp_process_packet
- * and ovs_execute_actions): receive a burst, extract each frame's key, look
+ * The datapath threads, each serving the port receive queues dealt to it
+ * (ovs_dp_process_packet and ovs_execute_actions): receive a burst from
+ * each, without waiting while any had frames, extract each frame's key, look
  * it up in the thread's own table; a hit runs the flow's actions, a miss
  * becomes an upcall (uskb_ovs_upcall: the frame's pages referenced, not
  * copied) queued to a handler chosen by the flow hash. A full queue is a
