@@ -52,10 +52,14 @@ struct uskb_page {
 
 #define USKB_PP_SIGNATURE 0x40ull
 
-/** page_address(). */
+/**
+ * page_address(). An acquire load: a received frame's memory may be
+ * copied out by its device on another thread, which then publishes the
+ * copy's address with a release store (docs/devices.md).
+ */
 USKB_INLINE void *uskb_page_address(const struct uskb_page *page)
 {
-	return page->addr;
+	return __atomic_load_n(&page->addr, __ATOMIC_ACQUIRE);
 }
 
 /** Bytes in the block: PAGE_SIZE << order. */

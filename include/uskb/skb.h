@@ -297,7 +297,7 @@ USKB_INLINE unsigned int uskb_frag_off(const uskb_frag_t *frag)
 
 USKB_INLINE void *uskb_frag_address(const uskb_frag_t *frag)
 {
-	return (char *)frag->page->addr + frag->offset;
+	return (char *)uskb_page_address(frag->page) + frag->offset;
 }
 
 /** skb_frag_fill_page_desc(). */
