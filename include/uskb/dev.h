@@ -119,7 +119,9 @@ struct uskb_dev {
 	struct uskb_dev_stats *qstats;
 	/**
 	 * How long a received skb may keep the kernel's memory (ms, default
-	 * 100): past it — or when half the ring is held — the memory is
+	 * 100): past it — or when too much of the ring is held, or when the
+	 * kernel filling a packet: ring in order is within half a ring of
+	 * it — the memory is
 	 * copied out (orphaned), the skbs on it switched to the copy, and
 	 * the memory given back 10 ms later. Checked while receiving. Keep
 	 * the skb, not a pointer into a frag's memory: such a pointer is good

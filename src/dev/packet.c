@@ -16,7 +16,9 @@
  * TPACKET_V3 RX ring: 64 blocks of 128 KiB, a block handed over when full
  * or after 1 ms. Frames become skbs through rxzc.c: long ones keep their
  * payload in the block, which goes back to the kernel when the last skb on
- * it is freed (or is copied out past the patience).
+ * it is freed (or is copied out: past the patience, or before the kernel,
+ * which fills the blocks in order and stops at one still out, gets within
+ * half a ring of it).
  * Probing gives one-line errors naming the fix: no such interface, down,
  * not Ethernet, not root.
  */
@@ -625,7 +627,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				break;
 			}
 			/* nothing ready: held blocks may be what starves the kernel */
-			__uskb_rxzc_patience(p->zc, uskb_mono_ns(), RX_BLOCKS / 2);
+			__uskb_rxzc_patience(p->zc, uskb_mono_ns(), 0, p->rx_cur);
 			if (timeout_ms > 0) {
 				now = uskb_mono_ns();
 				if (!deadline)
@@ -671,7 +673,7 @@ static int packet_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			rx_stats(dev, p);
 		}
 	}
-	__uskb_rxzc_patience(p->zc, uskb_mono_ns(), RX_BLOCKS / 2);
+	__uskb_rxzc_patience(p->zc, uskb_mono_ns(), 0, p->rx_cur);
 	rxzc_publish(p->zc, &dev->qstats[0]);
 	return n;
 }

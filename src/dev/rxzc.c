@@ -14,7 +14,8 @@
  * udp:), from whichever thread dropped it.
  *
  * Patience: a slot still referenced long after the device finished with it
- * (or while too few are left to the kernel) is copied into a private block
+ * (or while too few are left to the kernel, or, in a ring the kernel fills
+ * in order, when the kernel is half a ring away) is copied into a private block
  * and its descriptor switched to the copy, so every skb on it — clones
  * included — keeps correct data while the kernel has its memory back (10 ms
  * later: the grace a reader on another thread may still need). The
@@ -153,6 +154,7 @@ void __uskb_rxzc_open(struct rxzc *zc, unsigned int i)
 		uskb_bug("rxzc_open", NULL, "slot %u of %u is still in use", i, zc->n);
 	/* DONT_ORPHAN: held skbs need no copy at clone or skb_zerocopy time; the patience copies out */
 	uskb_ubuf_init(&u->ubuf, &unit_ops, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
+	u->used = 0;
 	atomic_store_explicit(&u->state, UNIT_OPEN, memory_order_relaxed);
 }
 
@@ -162,6 +164,7 @@ struct uskb *__uskb_rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, 
 	unsigned int head = len < zc->copybreak ? len : USKB_ZC_GOODCOPY_LEN;
 	struct uskb *skb = uskb_dev_alloc(head);
 	struct uskb_shared_info *sh;
+	unsigned int off;
 
 	if (!skb)
 		return NULL;
@@ -172,9 +175,10 @@ struct uskb *__uskb_rxzc_skb(struct rxzc *zc, unsigned int i, const void *data, 
 	}
 	/* the rest stays where the kernel put it: a frag on the unit's descriptor */
 	sh = uskb_shinfo(skb);
-	uskb_frag_fill_page_desc(&sh->frags[0], &u->page,
-				 (int)((const char *)data + head - (const char *)u->page.addr),
-				 (int)(len - head));
+	off = (unsigned int)((const char *)data - (const char *)u->page.addr);
+	uskb_frag_fill_page_desc(&sh->frags[0], &u->page, (int)(off + head), (int)(len - head));
+	if (off + len > u->used)
+		u->used = off + len;
 	sh->nr_frags = 1;
 	skb->len += len - head;
 	skb->data_len += len - head;
@@ -218,10 +222,18 @@ static int orphan(struct rxzc *zc, unsigned int i, uint64_t now)
 	struct rxzc_unit *u = zc->slot[i], *fresh = NULL;
 	struct uskb_page *copy;
 	int state = atomic_load_explicit(&u->state, memory_order_acquire);
+	unsigned int order = 0;
 
 	if ((state != UNIT_HELD && state != UNIT_OPEN) || !unit_tryget(u))
 		return ORPHAN_NONE;
-	copy = uskb_page_alloc(zc->order);
+	/*
+	 * Only what the frags can reach: a block handed over after 1 ms of
+	 * light traffic holds a few frames, not 128 KiB. The descriptor keeps
+	 * the slot's order; nothing reads past a frag's end.
+	 */
+	while (order < zc->order && ((size_t)USKB_PAGE_SIZE << order) < u->used)
+		order++;
+	copy = uskb_page_alloc(order);
 	if (now && copy)
 		fresh = unit_new(zc, i);
 	if (!copy || (now && !fresh)) {
@@ -230,7 +242,7 @@ static int orphan(struct rxzc *zc, unsigned int i, uint64_t now)
 		uskb_zcopy_put(&u->ubuf);
 		return ORPHAN_NOMEM;
 	}
-	memcpy(uskb_page_address(copy), u->page.addr, (size_t)USKB_PAGE_SIZE << zc->order);
+	memcpy(uskb_page_address(copy), u->page.addr, u->used);
 	u->copy = copy;
 	/* release: a reader that sees the new address sees the copied bytes */
 	__atomic_store_n(&u->page.addr, uskb_page_address(copy), __ATOMIC_RELEASE);
@@ -250,7 +262,7 @@ static int orphan(struct rxzc *zc, unsigned int i, uint64_t now)
 	return ORPHAN_DETACHED;
 }
 
-void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
+void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free, unsigned int next)
 {
 	unsigned int i, out = 0;
 
@@ -271,7 +283,16 @@ void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free)
 		}
 		if (state != UNIT_HELD)
 			continue;
-		if (zc->n - out < min_free || now - u->held_since >= zc->patience_ns) {
+		/*
+		 * In a ring filled in order, a slot held in the half the kernel
+		 * fills next is copied out now, whatever the patience: when the
+		 * kernel gets to it, it stops and drops until the slot is back.
+		 * How many others are out does not matter there (min_free 0):
+		 * copying them out early cost the time to serve the skbs that
+		 * would have let them go.
+		 */
+		if (zc->n - out < min_free || now - u->held_since >= zc->patience_ns ||
+		    (next != RXZC_NONE && (i + zc->n - next) % zc->n < zc->n / 2)) {
 			int r = orphan(zc, i, now);
 
 			if (r == ORPHAN_NOMEM)

@@ -16,6 +16,7 @@ struct rxzc_unit {
 	struct rxzc *zc;	/* NULL once orphaned: the unit lives on alone */
 	struct uskb_page *copy;
 	uint64_t held_since;	/* when the device let go of it */
+	unsigned int used;	/* the slot's bytes up to the end of its last frag: what a copy-out copies */
 	atomic_int state;
 	unsigned int idx;
 };
@@ -83,10 +84,15 @@ USKB_HIDDEN struct uskb *__uskb_rxzc_skb(struct rxzc *zc, unsigned int i, const 
 /* the device is through with slot i: it goes back once its skbs are gone */
 USKB_HIDDEN void __uskb_rxzc_done(struct rxzc *zc, unsigned int i, uint64_t now);
 /*
- * Copy out slots held past the patience, or while fewer than min_free are
- * not out; give back the memory of slots copied out at least 10 ms ago.
+ * Copy out slots held past the patience, and (a region whose free slots the
+ * kernel takes in any order: next RXZC_NONE) others while fewer than
+ * min_free are not out, or (a ring the kernel fills in order, next the slot
+ * it fills now or soon) those in the half of the ring from next: the
+ * others it will not need before it has been round. Give back the memory
+ * of slots copied out at least 10 ms ago.
  */
-USKB_HIDDEN void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free);
+USKB_HIDDEN void __uskb_rxzc_patience(struct rxzc *zc, uint64_t now, unsigned int min_free,
+				      unsigned int next);
 /* copy out everything still held; after it nothing touches the region */
 USKB_HIDDEN void __uskb_rxzc_destroy(struct rxzc *zc);
 

@@ -396,7 +396,7 @@ static int rx_begin(struct sk_dev *s)
 		return err;
 	rxzc_tune(s->rx->zc, s->dev->rx_patience_ms);
 	/* slots held too long are copied out; half the slots stay the kernel's */
-	__uskb_rxzc_patience(s->rx->zc, uskb_mono_ns(), SLOTS / 2);
+	__uskb_rxzc_patience(s->rx->zc, uskb_mono_ns(), SLOTS / 2, RXZC_NONE);
 	refill(s->rx);
 	return 0;
 }

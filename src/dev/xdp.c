@@ -631,7 +631,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 		/* nothing: maybe held frames are what the kernel waits for */
 		now = uskb_mono_ns();
 		if (now >= q->next_patience) {
-			__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4);
+			__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4, RXZC_NONE);
 			q->next_patience = now + 10 * 1000000ull;
 		}
 		if (timeout_ms > 0) {
@@ -657,7 +657,7 @@ static int xdp_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	now = uskb_mono_ns();
 	if (now >= q->next_patience || !n) {
 		/* every 10 ms, and when idle: a system call, not for each call */
-		__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4);
+		__uskb_rxzc_patience(q->zc, now, RX_FRAMES / 4, RXZC_NONE);
 		rx_counters(dev, queue, q);
 		q->next_patience = now + 10 * 1000000ull;
 	}
