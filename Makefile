@@ -233,7 +233,7 @@ demo: deps
 
 test check: deps
 	@$(MAKE) --no-print-directory tests
-	@test/run $(BUILD)/test
+	@USKB_SANITIZE=$(SANITIZE) test/run $(BUILD)/test
 
 # ---- fuzzing (clang + libFuzzer) ----
 
