@@ -71,11 +71,12 @@ qemu_stop() {
 	qpid=""
 }
 
-# the frames of a pcap as hex, one line per frame (record times left out)
+# the frames of a pcap as hex, one line per frame (record times left out); printed
+# piece by piece: growing a 130 KB string by concatenation took mawk 51 s for 1200 frames
 hexframes() {
 	tshark -r "$1" -x 2>/dev/null |
-		awk '/^Frame/ { next } /^$/ { if (f != "") print f; f = ""; next }
-			{ f = f substr($0, 7, 48) } END { if (f != "") print f }'
+		awk '/^Frame/ { next } /^$/ { if (s) printf "\n"; s = 0; next }
+			{ printf "%s", substr($0, 7, 48); s = 1 } END { if (s) printf "\n" }'
 }
 # every frame of pcap $1 is one uskb-pktgen built (UDP into QEMU may lose some, never change one)
 all_built() { hexframes "$1" | awk 'NR == FNR { ref[$0] = 1; next } !($0 in ref) { bad++ } END { exit bad > 0 }' "$tmp"/ref.hex -; }
