@@ -58,30 +58,35 @@ endif
 
 # The layers, bottom up: a file may call into its own layer and the ones
 # before it, never after (scripts/check-layers, docs/architecture.md).
-LAYERS      := lib mem skb ubuf nl dev pktgen tools
+LAYERS      := lib mem skb ubuf nl dev pktgen vhost tools
 
-# three libraries: the buffers (libuskb), the devices (libuskb-netdev, the
-# only one that needs libxdp), and pktgen (libuskb-pktgen)
+# four libraries: the buffers (libuskb), the devices (libuskb-netdev, the
+# only one that needs libxdp), pktgen (libuskb-pktgen) and the vhost-user
+# backend (libuskb-vhost)
 CORE_SRCS   := $(wildcard src/lib/*.c src/mem/*.c src/skb/*.c src/ubuf/*.c src/nl/*.c)
 NETDEV_SRCS := $(wildcard src/dev/*.c)
 PKTGEN_SRCS := $(wildcard src/pktgen/*.c)
-LIB_SRCS    := $(CORE_SRCS) $(NETDEV_SRCS) $(PKTGEN_SRCS)
+VHOST_SRCS  := $(wildcard src/vhost/*.c)
+LIB_SRCS    := $(CORE_SRCS) $(NETDEV_SRCS) $(PKTGEN_SRCS) $(VHOST_SRCS)
 objs         = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJS   := $(call objs,$(CORE_SRCS))
 NETDEV_OBJS := $(call objs,$(NETDEV_SRCS))
 PKTGEN_OBJS := $(call objs,$(PKTGEN_SRCS))
-LIB_OBJS    := $(CORE_OBJS) $(NETDEV_OBJS) $(PKTGEN_OBJS)
+VHOST_OBJS  := $(call objs,$(VHOST_SRCS))
+LIB_OBJS    := $(CORE_OBJS) $(NETDEV_OBJS) $(PKTGEN_OBJS) $(VHOST_OBJS)
 HEADERS     := $(wildcard include/uskb/*.h)
 PRIV_HEADERS := $(wildcard src/*/*.h)
 STATIC      := $(BUILD)/libuskb.a
 NETDEV_A    := $(BUILD)/libuskb-netdev.a
 PKTGEN_A    := $(BUILD)/libuskb-pktgen.a
+VHOST_A     := $(BUILD)/libuskb-vhost.a
 SHARED      := $(BUILD)/libuskb.so.$(VERSION)
 NETDEV_SO   := $(BUILD)/libuskb-netdev.so.$(VERSION)
 PKTGEN_SO   := $(BUILD)/libuskb-pktgen.so.$(VERSION)
-PCS         := $(BUILD)/uskb.pc $(BUILD)/uskb-netdev.pc $(BUILD)/uskb-pktgen.pc
+VHOST_SO    := $(BUILD)/libuskb-vhost.so.$(VERSION)
+PCS         := $(BUILD)/uskb.pc $(BUILD)/uskb-netdev.pc $(BUILD)/uskb-pktgen.pc $(BUILD)/uskb-vhost.pc
 # what a program using devices or pktgen links, in link order
-ALL_A       := $(PKTGEN_A) $(NETDEV_A) $(STATIC)
+ALL_A       := $(VHOST_A) $(PKTGEN_A) $(NETDEV_A) $(STATIC)
 ALL_LDLIBS  := $(NETDEV_LIBS) $(LDLIBS)
 TEST_SRCS   := $(wildcard test/*.c)
 TEST_LIBSRC := test/model_ops.c
@@ -91,8 +96,9 @@ EX_BINS     := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*
 MNL_LIBS    := $(shell pkg-config --libs libmnl 2>/dev/null)
 PKTGEN_TOOL_OBJS := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/pktgen/*.c))
 DP_TOOL_OBJS := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/dp/*.c))
-TOOL_BINS   := $(BUILD)/tools/uskb-pktgen $(if $(MNL_LIBS),$(BUILD)/tools/uskb-dp)
-TOOL_OBJS   := $(PKTGEN_TOOL_OBJS) $(if $(MNL_LIBS),$(DP_TOOL_OBJS))
+VHOST_TOOL_OBJS := $(patsubst tools/%.c,$(BUILD)/obj/tools/%.o,$(wildcard tools/vhost/*.c))
+TOOL_BINS   := $(BUILD)/tools/uskb-pktgen $(BUILD)/tools/uskb-vhost $(if $(MNL_LIBS),$(BUILD)/tools/uskb-dp)
+TOOL_OBJS   := $(PKTGEN_TOOL_OBJS) $(VHOST_TOOL_OBJS) $(if $(MNL_LIBS),$(DP_TOOL_OBJS))
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 # sourced by the shell tests, not run (not executable)
 TEST_HELPERS := $(patsubst test/%,$(BUILD)/test/%,$(wildcard test/*.bash))
@@ -106,7 +112,7 @@ DATADIR     ?= $(PREFIX)/share
 
 all: lib tools examples
 
-lib: $(STATIC) $(NETDEV_A) $(PKTGEN_A) $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(PCS)
+lib: $(STATIC) $(NETDEV_A) $(PKTGEN_A) $(VHOST_A) $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(VHOST_SO) $(PCS)
 
 $(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 	@mkdir -p $(@D)
@@ -124,6 +130,7 @@ $(BUILD)/%.a:
 $(STATIC): $(CORE_OBJS)
 $(NETDEV_A): $(NETDEV_OBJS)
 $(PKTGEN_A): $(PKTGEN_OBJS)
+$(VHOST_A): $(VHOST_OBJS)
 
 # lib NAME, objects, map, libraries below it
 define shared_lib
@@ -142,6 +149,9 @@ $(NETDEV_SO): $(NETDEV_OBJS) src/dev/libuskb-netdev.map $(SHARED)
 
 $(PKTGEN_SO): $(PKTGEN_OBJS) src/pktgen/libuskb-pktgen.map $(NETDEV_SO)
 	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(LDLIBS))
+
+$(VHOST_SO): $(VHOST_OBJS) src/vhost/libuskb-vhost.map $(NETDEV_SO)
+	$(call shared_lib,libuskb-vhost,$(VHOST_OBJS),src/vhost/libuskb-vhost.map,-luskb-netdev -luskb $(LDLIBS))
 
 # the .pc files follow PREFIX and friends: a build for /usr/local and an
 # install for /usr must not share them
@@ -186,6 +196,11 @@ $(BUILD)/tools/uskb-pktgen: $(PKTGEN_TOOL_OBJS) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,LD,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(PKTGEN_TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
+
+$(BUILD)/tools/uskb-vhost: $(VHOST_TOOL_OBJS) $(ALL_A)
+	@mkdir -p $(@D)
+	$(call quiet,LD,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $(VHOST_TOOL_OBJS) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 $(BUILD)/tools/uskb-dp: $(DP_TOOL_OBJS) $(ALL_A)
 	@mkdir -p $(@D)
@@ -326,8 +341,8 @@ install: lib tools
 	install -m 755 scripts/netns-veth.sh $(DESTDIR)$(DATADIR)/uskb/
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(ALL_A) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(DESTDIR)$(LIBDIR)/
-	for l in libuskb libuskb-netdev libuskb-pktgen; do \
+	install -m 755 $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(VHOST_SO) $(DESTDIR)$(LIBDIR)/
+	for l in libuskb libuskb-netdev libuskb-pktgen libuskb-vhost; do \
 		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION); \
 		ln -sf $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so; done
 	install -m 644 $(PCS) $(DESTDIR)$(LIBDIR)/pkgconfig/
@@ -341,7 +356,8 @@ install: lib tools
 uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/uskb
 	rm -f $(DESTDIR)$(LIBDIR)/libuskb.* $(DESTDIR)$(LIBDIR)/libuskb-netdev.* \
-		$(DESTDIR)$(LIBDIR)/libuskb-pktgen.* $(DESTDIR)$(LIBDIR)/pkgconfig/uskb*.pc
+		$(DESTDIR)$(LIBDIR)/libuskb-pktgen.* $(DESTDIR)$(LIBDIR)/libuskb-vhost.* \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/uskb*.pc
 	cd man/man3 && for f in *.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$$f; done
 	cd man/man8 && for f in *.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$$f; done
 	rm -f $(patsubst $(BUILD)/tools/%,$(DESTDIR)$(BINDIR)/%,$(TOOL_BINS))

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The man pages as a reader meets them in the tree: every page, links
 # included, renders with "man -l" to a NAME that lists its own name, without
-# a groff warning; every function the three libraries export (the maps) has
+# a groff warning; every function the four libraries export (the maps) has
 # a page; every page a page refers to as name(3) or name(8) exists.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +31,7 @@ done
 rm -f /tmp/uskb-man.$$
 echo "$n pages render"
 
-for map in src/libuskb.map src/dev/libuskb-netdev.map src/pktgen/libuskb-pktgen.map; do
+for map in src/libuskb.map src/dev/libuskb-netdev.map src/pktgen/libuskb-pktgen.map src/vhost/libuskb-vhost.map; do
 	for sym in $(grep -o '\buskb_[a-z0-9_]*;' "$map" | tr -d ';'); do
 		[ -e "man/man3/$sym.3" ] || bad "$sym (exported in $map) has no man page"
 	done

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* The vhost-user backend's private state (proto.c: the socket and the
+ * memory table; vring.c: the split rings and guest transmit). */
+#ifndef USKB_VHOST_PRIV_H
+#define USKB_VHOST_PRIV_H
+
+#include <linux/virtio_net.h>
+#include <pthread.h>
+#include <linux/virtio_ring.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "lib/compiler.h"
+#include "uskb/skb.h"
+#include "uskb/ubuf.h"
+#include "uskb/vhost.h"
+
+#define VH_MAX_REGIONS 8
+#define VH_MAX_QUEUES 2		/* one queue pair (MQ: not yet) */
+#define VH_MAX_RING 32768	/* the largest split ring virtio allows */
+#define VH_MAX_IOV 64		/* pieces of one chain, after splitting at region ends */
+#define VH_BURST 32
+#define VH_HEAD_COPY 128	/* bytes of a zero-copy frame that go in the skb's head */
+
+struct vh_region {
+	uint64_t gpa, size, uva;
+	uint8_t *host;		/* the region's guest-physical start, mapped here */
+	void *map;		/* the mmap, which may start before host (mmap_offset) */
+	size_t map_len;
+};
+
+/* one transmit chain out with a zero-copy skb (or copied, done at once) */
+struct vh_pend {
+	struct uskb_ubuf_desc u; /* first: the completion finds the entry from it */
+	atomic_bool done;
+	bool zc;
+	struct uskb_page pages[USKB_MAX_SKB_FRAGS];
+};
+
+struct vh_queue {
+	unsigned int idx;
+	uint16_t num;
+	bool enabled, started, broken, have_addr;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint64_t desc_uva, avail_uva, used_uva;
+	uint16_t last_avail;	/* the next avail entry to take */
+	uint16_t used_idx;	/* our copy of used->idx */
+	uint16_t signalled;	/* used_idx at the last call (EVENT_IDX) */
+	bool signalled_valid;
+	int kick_fd, call_fd, err_fd;
+	/* chains in avail order: [tail, head) are out; pend[i % num] */
+	struct vh_pend *pend;
+	uint32_t pend_head, pend_tail;
+	uint32_t nzc;		/* zero-copy entries among them */
+	struct uskb *backlog[VH_BURST]; /* skbs the device was too busy to take */
+	unsigned int nbacklog;
+	struct uskb_vhost_qstats st; /* this thread's; copied out under the stats lock */
+	atomic_uint_fast64_t completions, zcopy_err; /* from the completion, any thread */
+};
+
+struct uskb_vhost {
+	struct uskb_vhost_config cfg;
+	char *path;
+	int lfd, cfd;		/* listening, connected */
+	atomic_bool connected;	/* cfd open and guest memory mapped (for other threads) */
+	int stop_fd;		/* eventfd: uskb_vhost_stop() */
+	uint64_t features, protocol_features;
+	bool owner;
+	unsigned int nregions;
+	struct vh_region reg[VH_MAX_REGIONS];
+	struct vh_queue q[VH_MAX_QUEUES];
+	unsigned int hdr_len;	/* virtio-net header: 12 with VERSION_1 or MRG_RXBUF, else 10 */
+	char err[256];
+	pthread_mutex_t stats_lock;
+	struct uskb_vhost_qstats pub[VH_MAX_QUEUES];
+};
+
+/*
+ * A full barrier between our store to guest memory and our load of the
+ * guest's (used index, then its event index). TSan has no fences: there a
+ * locked add stands in for one (the same instruction on x86).
+ */
+static inline void vh_mb(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	static _Atomic int x;
+
+	atomic_fetch_add_explicit(&x, 0, memory_order_seq_cst);
+#else
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
+/* vring.c */
+USKB_HIDDEN void *__uskb_vh_gpa(struct uskb_vhost *vh, uint64_t gpa, uint64_t len);
+USKB_HIDDEN void *__uskb_vh_uva(struct uskb_vhost *vh, uint64_t uva, uint64_t len);
+USKB_HIDDEN int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+USKB_HIDDEN void __uskb_vh_publish(struct uskb_vhost *vh);
+
+#endif

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split virtqueues and the guest's transmit, as vhost-net's handle_tx
+ * with zero copy (handle_tx_zerocopy, vhost_zerocopy_signal_used).
+ *
+ * Every chain the guest makes available gets an entry in the queue's
+ * pending FIFO, in avail order. A chain sent in place (frags into the
+ * guest's memory, a ubuf per chain) is done when the device frees the
+ * skb, on whichever thread; a copied or dropped one is done at once. The
+ * used ring advances over the FIFO's done entries from its tail and stops
+ * at the first one not done: chains go back in the order they came,
+ * whatever order the device completes them in.
+ *
+ * The guest is not trusted: every index is checked against the ring, every
+ * address and length against the memory table, chains are bounded by the
+ * ring's size (loops), an indirect table may not hold another. A queue that
+ * breaks a rule stops with a message; the others go on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "uskb/csum.h"
+#include "uskb/dev.h"
+#include "vhost/priv.h"
+
+void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(vh->err, sizeof(vh->err), "queue %u stopped: ", q->idx);
+	va_start(ap, fmt);
+	vsnprintf(vh->err + n, sizeof(vh->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "uskb-vhost: %s\n", vh->err);
+	q->broken = true;
+	q->st.errors = 1;
+	if (q->err_fd >= 0)
+		(void)eventfd_write(q->err_fd, 1);
+}
+
+/* the mapped bytes at guest-physical @gpa, at most @len of them contiguous: *n */
+static uint8_t *gpa_piece(struct uskb_vhost *vh, uint64_t gpa, uint64_t len, uint64_t *n)
+{
+	for (unsigned int i = 0; i < vh->nregions; i++) {
+		const struct vh_region *r = &vh->reg[i];
+
+		if (gpa >= r->gpa && gpa - r->gpa < r->size) {
+			uint64_t left = r->size - (gpa - r->gpa);
+
+			*n = len < left ? len : left;
+			return r->host + (gpa - r->gpa);
+		}
+	}
+	return NULL;
+}
+
+void *__uskb_vh_gpa(struct uskb_vhost *vh, uint64_t gpa, uint64_t len)
+{
+	uint64_t n;
+	uint8_t *p = gpa_piece(vh, gpa, len, &n);
+
+	return p && n == len ? p : NULL;
+}
+
+/* the frontend's (QEMU's) virtual addresses: where the rings are given */
+void *__uskb_vh_uva(struct uskb_vhost *vh, uint64_t uva, uint64_t len)
+{
+	for (unsigned int i = 0; i < vh->nregions; i++) {
+		const struct vh_region *r = &vh->reg[i];
+
+		if (uva >= r->uva && uva - r->uva < r->size && len <= r->size - (uva - r->uva))
+			return r->host + (uva - r->uva);
+	}
+	return NULL;
+}
+
+static bool event_idx(const struct uskb_vhost *vh)
+{
+	return vh->features & (1ull << VIRTIO_RING_F_EVENT_IDX);
+}
+
+int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	uint64_t num = q->num;
+
+	if (q->started || q->broken || !q->have_addr || !num || !vh->nregions || !q->enabled)
+		return 0;
+	q->desc = __uskb_vh_uva(vh, q->desc_uva, 16 * num);
+	q->avail = __uskb_vh_uva(vh, q->avail_uva, 6 + 2 * num);
+	q->used = __uskb_vh_uva(vh, q->used_uva, 6 + 8 * num);
+	if (!q->desc || !q->avail || !q->used) {
+		__uskb_vh_fail(vh, q, "a ring (desc %#llx, avail %#llx, used %#llx, %u entries) is not in guest memory",
+			       (unsigned long long)q->desc_uva, (unsigned long long)q->avail_uva,
+			       (unsigned long long)q->used_uva, q->num);
+		return -EINVAL;
+	}
+	if ((uintptr_t)q->desc % 16 || (uintptr_t)q->avail % 2 || (uintptr_t)q->used % 4) {
+		__uskb_vh_fail(vh, q, "a ring is not aligned");
+		return -EINVAL;
+	}
+	if (!q->pend) {
+		q->pend = calloc(q->num, sizeof(*q->pend));
+		if (!q->pend) {
+			__uskb_vh_fail(vh, q, "no memory for %u entries", q->num);
+			return -ENOMEM;
+		}
+	}
+	q->pend_head = q->pend_tail = 0;
+	q->nzc = 0;
+	q->used_idx = __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
+	q->signalled_valid = false;
+	q->started = true;
+	return 0;
+}
+
+/* retire until nothing is out (or give up after @ms): the device still holds guest memory */
+static bool drain(struct uskb_vhost *vh, struct vh_queue *q, unsigned int ms)
+{
+	for (unsigned int i = 0; i <= ms; i++) {
+		uskb_dev_flush(vh->cfg.dev, 0);
+		__uskb_vh_retire(vh, q);
+		if (q->pend_head == q->pend_tail)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	/* skbs the device never took: dropped, which completes them */
+	for (unsigned int i = 0; i < q->nbacklog; i++) {
+		uskb_free(q->backlog[i]);
+		q->st.dropped++;
+	}
+	q->nbacklog = 0;
+	if (q->started && !drain(vh, q, 10000))
+		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out after 10 s; their memory stays mapped\n",
+			q->idx, q->pend_head - q->pend_tail);
+	if (q->pend_head == q->pend_tail) {
+		free(q->pend);
+		q->pend = NULL;
+	}
+	q->started = false;
+}
+
+static void signal_guest(struct uskb_vhost *vh, struct vh_queue *q, uint16_t old)
+{
+	bool need;
+
+	if (q->call_fd < 0)
+		return;
+	/* the used index is out before the guest's wish is read (and the guest's order is the reverse) */
+	vh_mb();
+	if (event_idx(vh)) {
+		uint16_t ev = __atomic_load_n(&q->avail->ring[q->num], __ATOMIC_RELAXED);
+
+		if (q->signalled_valid)
+			old = q->signalled;
+		need = !q->signalled_valid || (uint16_t)(q->used_idx - ev - 1) < (uint16_t)(q->used_idx - old);
+	} else {
+		need = !(__atomic_load_n(&q->avail->flags, __ATOMIC_RELAXED) & VRING_AVAIL_F_NO_INTERRUPT);
+	}
+	if (need) {
+		q->signalled = q->used_idx;
+		q->signalled_valid = true;
+		(void)eventfd_write(q->call_fd, 1);
+	}
+}
+
+void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	uint16_t old = q->used_idx;
+	unsigned int n = 0;
+
+	if (!q->started)
+		return;
+	while (q->pend_tail != q->pend_head) {
+		struct vh_pend *p = &q->pend[q->pend_tail % q->num];
+		struct vring_used_elem *e;
+
+		if (!atomic_load_explicit(&p->done, memory_order_acquire))
+			break;
+		if (p->zc)
+			q->nzc--;
+		e = &q->used->ring[q->used_idx % q->num];
+		e->id = (uint32_t)p->u.desc;
+		e->len = 0;
+		q->used_idx++;
+		q->pend_tail++;
+		n++;
+	}
+	if (!n)
+		return;
+	/* the elements before the index */
+	__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
+	signal_guest(vh, q, old);
+}
+
+/* the device is done with a zero-copy skb: on whichever thread freed it */
+static void tx_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
+{
+	struct vh_pend *p = (struct vh_pend *)uarg;
+	struct vh_queue *q = p->u.ctx;
+
+	(void)skb;
+	atomic_fetch_add_explicit(&q->completions, 1, memory_order_relaxed);
+	if (!success)
+		atomic_fetch_add_explicit(&q->zcopy_err, 1, memory_order_relaxed);
+	/* the last touch: the queue's thread may reuse the entry after it */
+	atomic_store_explicit(&p->done, true, memory_order_release);
+}
+
+static const struct uskb_ubuf_ops tx_ops = { .complete = tx_complete };
+
+struct chain {
+	struct iovec iov[VH_MAX_IOV];
+	unsigned int niov;
+	uint64_t len;
+};
+
+static bool add_piece(struct uskb_vhost *vh, struct vh_queue *q, struct chain *c, uint64_t gpa, uint32_t len)
+{
+	while (len) {
+		uint64_t n;
+		uint8_t *p = gpa_piece(vh, gpa, len, &n);
+
+		if (!p) {
+			__uskb_vh_fail(vh, q, "a buffer at %#llx (%u bytes) is outside guest memory",
+				       (unsigned long long)gpa, len);
+			return false;
+		}
+		if (c->niov == VH_MAX_IOV) {
+			__uskb_vh_fail(vh, q, "a chain of more than %u pieces", VH_MAX_IOV);
+			return false;
+		}
+		c->iov[c->niov++] = (struct iovec){ p, (size_t)n };
+		gpa += n;
+		len -= (uint32_t)n;
+	}
+	return true;
+}
+
+/* the chain from @head: its readable pieces, mapped. false: the queue broke */
+static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struct chain *c)
+{
+	const struct vring_desc *tab = q->desc;
+	unsigned int max = q->num, count = 0, i = head;
+	bool indirect = false;
+
+	c->niov = 0;
+	c->len = 0;
+	for (;;) {
+		struct vring_desc d;
+
+		if (i >= max) {
+			__uskb_vh_fail(vh, q, "descriptor %u beyond a table of %u", i, max);
+			return false;
+		}
+		if (++count > max) {
+			__uskb_vh_fail(vh, q, "a descriptor loop from head %u", head);
+			return false;
+		}
+		/* once: the guest may change it meanwhile */
+		memcpy(&d, (const void *)&tab[i], sizeof(d));
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			if (indirect || !(vh->features & (1ull << VIRTIO_RING_F_INDIRECT_DESC))) {
+				__uskb_vh_fail(vh, q, indirect ? "an indirect table inside an indirect table" :
+								 "an indirect descriptor, not negotiated");
+				return false;
+			}
+			if (!d.len || d.len % sizeof(struct vring_desc) || d.len / sizeof(struct vring_desc) > 65536 ||
+			    !(tab = __uskb_vh_gpa(vh, d.addr, d.len)) || (uintptr_t)tab % 8) {
+				__uskb_vh_fail(vh, q, "a bad indirect table at %#llx (%u bytes)",
+					       (unsigned long long)d.addr, d.len);
+				return false;
+			}
+			indirect = true;
+			max = d.len / sizeof(struct vring_desc);
+			count = 0;
+			i = 0;
+			continue;
+		}
+		if (d.flags & VRING_DESC_F_WRITE) {
+			__uskb_vh_fail(vh, q, "a write-only descriptor in a transmit chain");
+			return false;
+		}
+		c->len += d.len;
+		if (c->len > 65536 + 64) {
+			__uskb_vh_fail(vh, q, "a transmit chain of more than 64 KiB");
+			return false;
+		}
+		if (!add_piece(vh, q, c, d.addr, d.len))
+			return false;
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			return true;
+		i = d.next;
+	}
+}
+
+/* copy @len bytes from @off of the chain to @to */
+static void chain_copy(const struct chain *c, size_t off, void *to, size_t len)
+{
+	for (unsigned int i = 0; i < c->niov && len; i++) {
+		size_t n;
+
+		if (off >= c->iov[i].iov_len) {
+			off -= c->iov[i].iov_len;
+			continue;
+		}
+		n = c->iov[i].iov_len - off;
+		if (n > len)
+			n = len;
+		memcpy(to, (char *)c->iov[i].iov_base + off, n);
+		to = (char *)to + n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* frags after @off: how many pieces */
+static unsigned int pieces_after(const struct chain *c, size_t off)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < c->niov; i++) {
+		if (off >= c->iov[i].iov_len) {
+			off -= c->iov[i].iov_len;
+			continue;
+		}
+		off = 0;
+		n++;
+	}
+	return n;
+}
+
+/* the skb's frags: the chain's pieces after @off, in place */
+static void attach(struct uskb *skb, struct vh_pend *p, const struct chain *c, size_t off)
+{
+	struct uskb_shared_info *sh = uskb_shinfo(skb);
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < c->niov; i++) {
+		struct uskb_page *pg = &p->pages[k];
+		size_t len = c->iov[i].iov_len;
+		unsigned int order = 0;
+
+		if (off >= len) {
+			off -= len;
+			continue;
+		}
+		while (((size_t)USKB_PAGE_SIZE << order) < len)
+			order++;
+		memset(pg, 0, sizeof(*pg));
+		atomic_init(&pg->refcount, 1); /* the ubuf's; never dropped */
+		pg->flags = USKB_PG_EXTERNAL | USKB_PG_READONLY;
+		pg->order = (uint8_t)order;
+		pg->node = USKB_NO_NODE;
+		pg->addr = c->iov[i].iov_base;
+		uskb_frag_fill_page_desc(&sh->frags[k], pg, (int)off, (int)(len - off));
+		skb->len += (unsigned int)(len - off);
+		skb->data_len += (unsigned int)(len - off);
+		off = 0;
+		k++;
+	}
+	sh->nr_frags = (uint8_t)k;
+}
+
+/* the virtio-net header's checksum request; false: a frame to drop */
+static bool apply_hdr(struct uskb_vhost *vh, struct uskb *skb, const struct virtio_net_hdr *h)
+{
+	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		return false; /* HOST_TSO is not offered */
+	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		if (!uskb_partial_csum_set(skb, h->csum_start, h->csum_offset))
+			return false;
+		if (!(vh->cfg.dev->features & (USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM)) &&
+		    uskb_checksum_help(skb))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The skb for a chain: copied (done at once) or in place (done when the
+ * device frees it). NULL: the frame is dropped (counted), its entry done.
+ */
+static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_pend *p, const struct chain *c)
+{
+	struct virtio_net_hdr h;
+	size_t frame = c->len - vh->hdr_len;
+	unsigned int head;
+	int why = -1;
+	struct uskb *skb;
+
+	p->zc = false;
+	if (c->len < vh->hdr_len + 14) {
+		q->st.dropped++;
+		atomic_store_explicit(&p->done, true, memory_order_relaxed);
+		return NULL;
+	}
+	chain_copy(c, 0, &h, sizeof(h)); /* the mergeable header's num_buffers is not read on transmit */
+	if (vh->cfg.no_zcopy)
+		why = USKB_VHOST_COPY_OFF;
+	else if (frame < vh->cfg.copybreak)
+		why = USKB_VHOST_COPY_SMALL;
+	else if (!(vh->cfg.dev->features & USKB_DEV_F_ZEROCOPY))
+		why = USKB_VHOST_COPY_NOZC;
+	else if (q->nzc >= vh->cfg.max_pend)
+		why = USKB_VHOST_COPY_PEND;
+	else if (q->st.packets / 64 < atomic_load_explicit(&q->zcopy_err, memory_order_relaxed))
+		why = USKB_VHOST_COPY_ERR; /* vhost_net_tx_select_zcopy */
+	else if (pieces_after(c, vh->hdr_len + VH_HEAD_COPY) > USKB_MAX_SKB_FRAGS)
+		why = USKB_VHOST_COPY_SG;
+	head = why < 0 ? (frame < VH_HEAD_COPY ? (unsigned int)frame : VH_HEAD_COPY) : (unsigned int)frame;
+	skb = uskb_alloc(head + 2);
+	if (!skb) {
+		q->st.dropped++;
+		atomic_store_explicit(&p->done, true, memory_order_relaxed);
+		return NULL;
+	}
+	uskb_reserve(skb, 2); /* NET_IP_ALIGN: the IP header on 4 */
+	chain_copy(c, vh->hdr_len, uskb_put(skb, head), head);
+	if (why >= 0) {
+		q->st.copied[why]++;
+		atomic_store_explicit(&p->done, true, memory_order_relaxed);
+	} else {
+		bool ref = true;
+
+		attach(skb, p, c, vh->hdr_len + head);
+		atomic_init(&p->done, false);
+		uskb_ubuf_init(&p->u.ubuf, &tx_ops, USKB_SKBFL_ZEROCOPY_FRAG);
+		p->u.ctx = q;
+		uskb_zcopy_set(skb, &p->u.ubuf, &ref); /* our reference moves into the skb */
+		uskb_shinfo(skb)->flags |= USKB_SKBFL_MANAGED_FRAG_REFS | USKB_SKBFL_SHARED_FRAG;
+		p->zc = true;
+		q->nzc++;
+		q->st.zcopied++;
+	}
+	if (!apply_hdr(vh, skb, &h)) {
+		q->st.dropped++;
+		uskb_free(skb); /* completes a zero-copy entry */
+		return NULL;
+	}
+	memcpy(&skb->protocol, skb->data + 12, 2); /* the Ethernet type, as eth_type_trans */
+	return skb;
+}
+
+/* hand @n skbs to the device; those it is too busy for wait in the backlog. false: still busy */
+static bool send(struct uskb_vhost *vh, struct vh_queue *q, struct uskb **skbs, unsigned int n)
+{
+	int res[VH_BURST];
+
+	if (!n)
+		return true;
+	uskb_dev_xmit(vh->cfg.dev, 0, skbs, (int)n, res);
+	for (unsigned int i = 0; i < n; i++) {
+		if (res[i] == USKB_XMIT_BUSY)
+			q->backlog[q->nbacklog++] = skbs[i];
+		else if (res[i] == USKB_XMIT_DROP)
+			q->st.dropped++;
+	}
+	uskb_dev_flush(vh->cfg.dev, 0);
+	return !q->nbacklog;
+}
+
+void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	struct uskb *skbs[VH_BURST];
+	struct chain c;
+
+	if (!q->started || q->broken)
+		return;
+	__uskb_vh_retire(vh, q);
+	if (q->nbacklog) {
+		struct uskb *b[VH_BURST];
+		unsigned int n = q->nbacklog;
+
+		memcpy(b, q->backlog, n * sizeof(b[0]));
+		q->nbacklog = 0;
+		if (!send(vh, q, b, n))
+			return;
+	}
+	for (;;) {
+		uint16_t avail = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
+		unsigned int n = 0;
+
+		if ((uint16_t)(avail - q->last_avail) > q->num) {
+			__uskb_vh_fail(vh, q, "avail index %u is more than %u ahead of %u", avail, q->num,
+				       q->last_avail);
+			return;
+		}
+		if (avail == q->last_avail) {
+			if (!event_idx(vh))
+				break;
+			/* kick me when there is more, then look once more (the guest may have added meanwhile) */
+			__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
+			vh_mb();
+			if (__atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) == q->last_avail)
+				break;
+			continue;
+		}
+		while (q->last_avail != avail && n < VH_BURST && q->pend_head - q->pend_tail < q->num) {
+			uint16_t headi = __atomic_load_n(&q->avail->ring[q->last_avail % q->num], __ATOMIC_RELAXED);
+			struct vh_pend *p = &q->pend[q->pend_head % q->num];
+			struct uskb *skb;
+
+			if (headi >= q->num) {
+				__uskb_vh_fail(vh, q, "head %u beyond a ring of %u", headi, q->num);
+				break;
+			}
+			if (!walk(vh, q, headi, &c))
+				break;
+			p->u.desc = headi;
+			q->pend_head++;
+			q->last_avail++;
+			q->st.packets++;
+			q->st.bytes += c.len - vh->hdr_len;
+			skb = build(vh, q, p, &c);
+			if (skb)
+				skbs[n++] = skb;
+		}
+		if (!send(vh, q, skbs, n) || q->broken)
+			break;
+		__uskb_vh_retire(vh, q);
+		if (q->pend_head - q->pend_tail == q->num)
+			break; /* every chain is out: the device's completions first */
+	}
+	__uskb_vh_retire(vh, q);
+}
+
+void __uskb_vh_publish(struct uskb_vhost *vh)
+{
+	pthread_mutex_lock(&vh->stats_lock);
+	for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
+		struct vh_queue *q = &vh->q[i];
+
+		q->st.pending = q->pend_head - q->pend_tail;
+		q->st.completions = atomic_load_explicit(&q->completions, memory_order_relaxed);
+		q->st.zcopy_err = atomic_load_explicit(&q->zcopy_err, memory_order_relaxed);
+		vh->pub[i] = q->st;
+	}
+	pthread_mutex_unlock(&vh->stats_lock);
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# uskb-vhost against a real vhost-user frontend: DPDK's virtio-user in
+# dpdk-testpmd (txonly), which connects to the backend's socket as a guest
+# would (QEMU speaks the same protocol):
+#  - 1000-byte frames to pcap: every frame testpmd counts as sent is in the
+#    pcap, byte for byte the UDP frame txonly builds (tshark reads them);
+#  - to null (a zero-copy device): every 1000-byte frame goes in place and
+#    is completed; 64-byte frames are copied (under the copy break), and
+#    --zcopy off copies everything, each counted by its reason;
+#  - a second connection after the first went: the counters go on;
+#  - bad options give one line and exit 2; no leak (exit 0).
+# No root needed; skips (77) without dpdk-testpmd or tshark.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+vht=${USKB_VHOST:-$here/../tools/uskb-vhost}
+command -v dpdk-testpmd >/dev/null || { echo "no dpdk-testpmd (scripts/deps.sh --bench)"; exit 77; }
+command -v tshark >/dev/null || { echo "no tshark (scripts/deps.sh)"; exit 77; }
+tmp=$(mktemp -d /tmp/uskb-vhost.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
+
+# testpmd as the guest: txonly frames of SIZE bytes for SECS seconds; prints its TX-packets
+guest() {
+	local size=$1 secs=$2
+	(sleep "$secs"; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry \
+		--file-prefix "uskbvh$$" -l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- \
+		--forward-mode=txonly --txpkts="$size" --nb-cores=1 --total-num-mbufs=16384 \
+		>"$tmp/tp.out" 2>&1 || { bad "testpmd failed: $(tail -3 "$tmp/tp.out")"; echo 0; return; }
+	sed -n 's/.*TX-packets: *\([0-9]*\).*/\1/p' "$tmp/tp.out" | head -1
+}
+# uskb-vhost in the background until stopped (SIGINT); its JSON in $tmp/vh.json
+vhost_start() {
+	rm -f "$tmp/vh.sock"
+	timeout 120 "$vht" -s "$tmp/vh.sock" --stats 0 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	vp=$!
+	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
+}
+vhost_stop() {
+	kill -INT $vp
+	wait $vp
+	local rc=$?
+	final=$(grep '"final": true' "$tmp/vh.json")
+	[ $rc = 0 ] || bad "$1: uskb-vhost exit $rc: $(cat "$tmp/vh.err")"
+}
+
+# ---- to pcap: the frames, byte for byte ----
+vhost_start -d "pcap:$tmp/out.pcap"
+sent=$(guest 1000 2)
+vhost_stop pcap
+pk=$(json_num packets "$final")
+[ "$sent" -gt 1000 ] && [ "$pk" = "$sent" ] || bad "pcap: testpmd sent $sent, uskb-vhost took $pk: $final"
+[ "$(json_num nozc "$final")" = "$pk" ] || bad "pcap: a device without zero copy copies each frame: $final"
+frames=$(tshark -r "$tmp/out.pcap" -T fields -e frame.len -e ip.src -e ip.dst -e udp.srcport -e udp.length \
+	2>/dev/null | sort | uniq -c)
+[ "$(wc -l <<<"$frames")" = 1 ] && grep -qE "^ *$sent 1000"$'\t'"198.18.0.1"$'\t'"198.18.0.2"$'\t'"9"$'\t'"966$" <<<"$frames" ||
+	bad "pcap: want $sent UDP frames of 1000 bytes 198.18.0.1 -> 198.18.0.2: $frames"
+# the payload txonly writes, whole: every frame the same bytes
+nbody=$(tshark -r "$tmp/out.pcap" -T fields -e data.data 2>/dev/null | sort -u | wc -l)
+[ "$nbody" = 1 ] || bad "pcap: $nbody different payloads"
+echo "pcap: $sent frames of 1000 bytes, the same in the pcap"
+
+# ---- to null: in place, completed; small frames copied; --zcopy off ----
+vhost_start -d null
+sent=$(guest 1000 2)
+sleep 0.5
+sent2=$(guest 64 2)
+vhost_stop null
+pk=$(json_num packets "$final") zc=$(json_num zcopied "$final") small=$(json_num small "$final")
+done=$(json_num completions "$final") pend=$(json_num pending "$final")
+[ "$pk" = $((sent + sent2)) ] || bad "null: two connections sent $sent + $sent2, uskb-vhost took $pk"
+[ "$zc" = "$sent" ] && [ "$done" = "$sent" ] && [ "$small" = "$sent2" ] && [ "$pend" = 0 ] ||
+	bad "null: zcopied $zc completions $done (want $sent), small $small (want $sent2), pending $pend"
+echo "null: $sent frames of 1000 bytes in place and completed, $sent2 of 64 copied; counters across two connections"
+
+vhost_start -d null --zcopy off
+sent=$(guest 1000 2)
+vhost_stop "zcopy off"
+[ "$(json_num off "$final")" = "$sent" ] && [ "$(json_num zcopied "$final")" = 0 ] ||
+	bad "--zcopy off: $sent frames should all be copied: $final"
+echo "--zcopy off: $sent frames copied"
+
+# ---- bad usage ----
+check_usage() {
+	local want=$1
+	shift
+	"$vht" "$@" >/dev/null 2>"$tmp/err"
+	local rc=$?
+	[ $rc = 2 ] && grep -q "$want" "$tmp/err" || bad "$*: exit $rc: $(cat "$tmp/err")"
+}
+check_usage "are needed" -d null
+check_usage "give on or off" -s "$tmp/x.sock" -d null --zcopy maybe
+check_usage "is not a number" -s "$tmp/x.sock" -d null --stats x
+check_usage "unexpected argument" -s "$tmp/x.sock" -d null extra
+"$vht" -s "$tmp/x.sock" -d nosuch:dev >/dev/null 2>"$tmp/err"
+[ $? = 1 ] && grep -q "nosuch" "$tmp/err" || bad "a bad device: $(cat "$tmp/err")"
+
+[ $fail = 0 ] && echo "vhost-user: ok" || echo "vhost-user: $fail failure(s)"
+[ $fail = 0 ]

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libuskb-vhost against a frontend of our own: guest memory in a memfd,
+ * split rings written by hand, the backend serving on another thread, a
+ * lower device that holds the skbs until the test frees them.
+ *  - the order rule: 64 chains sent in place, completed in a shuffled
+ *    order: the used ring never passes the first chain not yet completed,
+ *    and gives back every head once, in avail order; the skbs' bytes are
+ *    the guest's;
+ *  - the copy rules: 128 out in place, the rest copied (pend); a device
+ *    that copies after all (orphan) makes the backend copy (err); short
+ *    frames copied (small); a header, an indirect table;
+ *  - a hostile guest: a descriptor loop, a buffer past guest memory, a head
+ *    beyond the ring, an indirect table inside one, an avail index too far
+ *    ahead, rings outside memory, bad memory tables (too many regions,
+ *    missing fds, overlap, past the file's end), a message longer than any:
+ *    each stops its queue (or is refused) with a message, and the next
+ *    connection is served.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <linux/virtio_ring.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "t.h"
+#include "uskb/dev.h"
+#include "uskb/vhost.h"
+
+static int t_failures;
+
+/* ---- a lower device that holds what it is given ---- */
+
+enum { HOLD, ORPHAN };
+static struct {
+	pthread_mutex_t lock;
+	struct uskb *held[1024];
+	int n, mode;
+} hold = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void hold_xmit(struct uskb_dev *dev, unsigned int q, struct uskb **skbs, int n, int *res)
+{
+	(void)dev;
+	(void)q;
+	for (int i = 0; i < n; i++) {
+		res[i] = USKB_XMIT_OK;
+		if (__atomic_load_n(&hold.mode, __ATOMIC_RELAXED) == ORPHAN) {
+			/* a device that had to copy after all: the guest's buffer is told "copied" */
+			CHECK_EQ(uskb_orphan_frags(skbs[i]), 0);
+			uskb_free(skbs[i]);
+			continue;
+		}
+		pthread_mutex_lock(&hold.lock);
+		hold.held[hold.n++] = skbs[i];
+		pthread_mutex_unlock(&hold.lock);
+	}
+}
+
+static const struct uskb_dev_ops hold_ops = { .type = "hold", .xmit = hold_xmit };
+static struct uskb_dev hold_dev = { .name = "hold", .ops = &hold_ops,
+				    .features = USKB_DEV_F_SG | USKB_DEV_F_ZEROCOPY, .mtu = 65535,
+				    .nqueues = 1 };
+
+static int held(void)
+{
+	pthread_mutex_lock(&hold.lock);
+	int n = hold.n;
+	pthread_mutex_unlock(&hold.lock);
+	return n;
+}
+
+/* free the held skbs in the order @perm (NULL: as they came) */
+static void release(const int *perm)
+{
+	pthread_mutex_lock(&hold.lock);
+	for (int i = 0; i < hold.n; i++)
+		uskb_free(hold.held[perm ? perm[i] : i]);
+	hold.n = 0;
+	pthread_mutex_unlock(&hold.lock);
+}
+
+/* ---- the backend, on its own thread ---- */
+
+static struct uskb_vhost *vh;
+static pthread_t vh_thread;
+static char sock_path[108];
+
+static void *serve(void *arg)
+{
+	(void)arg;
+	CHECK_EQ(uskb_vhost_run(vh, -1), 0);
+	return NULL;
+}
+
+static struct uskb_vhost_qstats stats(void)
+{
+	struct uskb_vhost_qstats st;
+
+	CHECK(uskb_vhost_get_stats(vh, 1, &st));
+	return st;
+}
+
+/* wait until @cond holds (up to 3 s); its last value */
+#define WAIT_FOR(cond)                                                      \
+	({                                                                  \
+		bool _ok = false;                                           \
+		for (int _i = 0; _i < 3000 && !(_ok = (cond)); _i++)        \
+			usleep(1000);                                       \
+		_ok;                                                        \
+	})
+
+/* ---- the guest ---- */
+
+#define MEM (4u << 20)
+#define NUM 256u
+#define DESC_OFF 0x0000u
+#define AVAIL_OFF 0x1000u
+#define USED_OFF 0x2000u
+#define IND_OFF 0x3000u
+#define BUF_OFF 0x10000u
+#define BUF_SZ 4096u
+
+struct guest {
+	int memfd, fd, kick, call;
+	uint8_t *mem;
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t avail_idx, next_head;
+};
+
+struct msg {
+	uint32_t request, flags, size;
+	uint8_t p[256];
+} __attribute__((packed));
+
+static int send_msg(struct guest *g, uint32_t req, uint32_t flags, const void *p, uint32_t size,
+		    const int *fds, int nfds)
+{
+	struct msg m = { req, 0x1 | flags, size };
+	char cbuf[CMSG_SPACE(8 * sizeof(int))];
+	struct iovec iov = { &m, 12 + size };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (size)
+		memcpy(m.p, p, size);
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	return sendmsg(g->fd, &mh, MSG_NOSIGNAL) == (ssize_t)(12 + size) ? 0 : -1;
+}
+
+/* a reply's u64 (GET_* or the REPLY_ACK status); ~0 when none came */
+static uint64_t reply_u64(struct guest *g)
+{
+	struct msg m;
+	struct pollfd pfd = { .fd = g->fd, .events = POLLIN };
+	uint64_t v = ~0ull;
+
+	if (poll(&pfd, 1, 3000) != 1 || recv(g->fd, &m, 12, MSG_WAITALL) != 12 || m.size > sizeof(m.p) ||
+	    (m.size && recv(g->fd, m.p, m.size, MSG_WAITALL) != (ssize_t)m.size))
+		return ~0ull;
+	if (!(m.flags & 0x4))
+		return ~0ull;
+	if (m.size >= 8)
+		memcpy(&v, m.p, 8);
+	else if (m.size == 8 - 4)
+		v = 0;
+	return v;
+}
+
+static uint64_t req_ack(struct guest *g, uint32_t req, const void *p, uint32_t size, const int *fds, int nfds)
+{
+	if (send_msg(g, req, 0x8, p, size, fds, nfds))
+		return ~0ull;
+	return reply_u64(g);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+struct region {
+	uint64_t gpa, size, uva, off;
+};
+
+/* connect and set up ring 1 (transmit); NULL-ring options for the hostile cases */
+static bool guest_up(struct guest *g, bool indirect)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t f, feats = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << 30);
+	struct region r = { 0, MEM, 0, 0 };
+	uint8_t p[64];
+	uint32_t st[2];
+
+	if (indirect)
+		feats |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
+	memset(g->mem, 0, MEM);
+	g->desc = (void *)(g->mem + DESC_OFF);
+	g->avail = (void *)(g->mem + AVAIL_OFF);
+	g->used = (void *)(g->mem + USED_OFF);
+	g->avail_idx = g->next_head = 0;
+	g->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	strcpy(sa.sun_path, sock_path);
+	if (connect(g->fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return false;
+	send_msg(g, 1, 0, NULL, 0, NULL, 0); /* GET_FEATURES */
+	f = reply_u64(g);
+	CHECK((f & feats) == feats);
+	put_u64(p, feats);
+	send_msg(g, 2, 0, p, 8, NULL, 0);
+	send_msg(g, 15, 0, NULL, 0, NULL, 0);
+	CHECK(reply_u64(g) & (1ull << 3));
+	put_u64(p, 1ull << 3); /* REPLY_ACK */
+	send_msg(g, 16, 0, p, 8, NULL, 0);
+	send_msg(g, 3, 0, NULL, 0, NULL, 0);
+	r.uva = (uint64_t)(uintptr_t)g->mem;
+	memset(p, 0, 8);
+	p[0] = 1;
+	memcpy(p + 8, &r, sizeof(r));
+	if (req_ack(g, 5, p, 8 + sizeof(r), &g->memfd, 1) != 0)
+		return false;
+	st[0] = 1, st[1] = NUM;
+	send_msg(g, 8, 0, st, 8, NULL, 0);
+	st[1] = 0;
+	send_msg(g, 10, 0, st, 8, NULL, 0);
+	{
+		uint64_t a[5] = { 0, (uintptr_t)g->desc, (uintptr_t)g->used, (uintptr_t)g->avail, 0 };
+		uint32_t idx[2] = { 1, 0 };
+
+		memcpy(p, idx, 8);
+		memcpy(p + 8, &a[1], 32);
+		send_msg(g, 9, 0, p, 40, NULL, 0);
+	}
+	put_u64(p, 1);
+	send_msg(g, 12, 0, p, 8, &g->kick, 1);
+	send_msg(g, 13, 0, p, 8, &g->call, 1);
+	st[0] = 1, st[1] = 1;
+	return req_ack(g, 18, st, 8, NULL, 0) == 0;
+}
+
+static void guest_down(struct guest *g)
+{
+	close(g->fd);
+	CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+}
+
+/* the frame of sequence @seq, @len bytes (after the 12-byte header) */
+static void frame_bytes(uint8_t *f, unsigned int len, unsigned int seq)
+{
+	t_fill(f, len, seq);
+	memset(f, 0x02, 12); /* MACs */
+	f[12] = 0x88, f[13] = 0xb5;
+}
+
+/*
+ * One chain of @ndesc descriptors: the header and the frame in one; or a
+ * header descriptor, then the frame in one or two more. Returns the head.
+ * A test phase makes at most NUM descriptors available at once (a guest
+ * reuses a descriptor only once it is back).
+ */
+static uint16_t post(struct guest *g, unsigned int len, unsigned int seq, unsigned int ndesc)
+{
+	uint16_t h = g->next_head + ndesc > NUM ? 0 : g->next_head;
+	uint8_t *buf = g->mem + BUF_OFF + (size_t)(g->avail_idx % NUM) * 2 * BUF_SZ;
+	uint64_t b = (uint64_t)(buf - g->mem), a = ndesc == 3 ? len / 2 : len;
+
+	memset(buf, 0, 12);
+	frame_bytes(buf + 12, len, seq);
+	if (ndesc == 1) {
+		g->desc[h] = (struct vring_desc){ b, 12 + len, 0, 0 };
+	} else {
+		g->desc[h] = (struct vring_desc){ b, 12, VRING_DESC_F_NEXT, (uint16_t)(h + 1) };
+		g->desc[h + 1] = (struct vring_desc){ b + 12, (uint32_t)a, 0, 0 };
+	}
+	if (ndesc == 3) {
+		g->desc[h + 1].flags = VRING_DESC_F_NEXT;
+		g->desc[h + 1].next = (uint16_t)(h + 2);
+		g->desc[h + 2] = (struct vring_desc){ b + 12 + a, (uint32_t)(len - a), 0, 0 };
+	}
+	g->next_head = (uint16_t)(h + ndesc);
+	g->avail->ring[g->avail_idx % NUM] = h;
+	__atomic_store_n(&g->avail->idx, ++g->avail_idx, __ATOMIC_RELEASE);
+	return h;
+}
+
+static void kick(struct guest *g)
+{
+	eventfd_write(g->kick, 1);
+}
+
+static uint16_t used_idx(struct guest *g)
+{
+	return __atomic_load_n(&g->used->idx, __ATOMIC_ACQUIRE);
+}
+
+/* ---- the order rule ---- */
+
+static void order_rule(struct guest *g)
+{
+	enum { N = 64 };
+	uint16_t heads[N];
+	int perm[N];
+	bool freed[N] = { 0 };
+	uint8_t want[2000];
+	uint64_t zc0 = stats().zcopied;
+
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < N; i++)
+		heads[i] = post(g, 1000, (unsigned int)i, 2 + i % 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == N));
+	CHECK_EQ(used_idx(g), 0);
+	CHECK_EQ(stats().zcopied - zc0, N);
+	/* the skbs carry the guest's bytes, in place */
+	pthread_mutex_lock(&hold.lock);
+	for (int i = 0; i < hold.n; i++) {
+		frame_bytes(want, 1000, (unsigned int)i);
+		CHECK(uskb_zcopy(hold.held[i]) != NULL);
+		CHECK(t_skb_equals(hold.held[i], want, 1000));
+		CHECK(uskb_shinfo(hold.held[i])->nr_frags >= 1);
+	}
+	pthread_mutex_unlock(&hold.lock);
+	/* completed in a shuffled order: the used ring only ever reaches the first one not done */
+	for (int i = 0; i < N; i++)
+		perm[i] = (i * 37 + 11) % N;
+	pthread_mutex_lock(&hold.lock);
+	for (int i = 0; i < N; i++) {
+		int prefix = 0;
+
+		uskb_free(hold.held[perm[i]]);
+		freed[perm[i]] = true;
+		while (prefix < N && freed[prefix])
+			prefix++;
+		usleep(500);
+		CHECK(used_idx(g) <= prefix);
+	}
+	hold.n = 0;
+	pthread_mutex_unlock(&hold.lock);
+	CHECK(WAIT_FOR(used_idx(g) == N));
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(g->used->ring[i].id, heads[i]);
+	CHECK_EQ(stats().pending, 0);
+	printf("order: %d chains completed shuffled, given back in avail order, each once\n", N);
+
+	/* 200 at once: 128 in place (VHOST_MAX_PEND), the rest copied; short frames copied */
+	{
+		struct uskb_vhost_qstats a = stats(), b;
+		uint16_t u0 = used_idx(g);
+
+		for (int i = 0; i < 200; i++)
+			post(g, 1000, (unsigned int)i, 1);
+		for (int i = 0; i < 10; i++)
+			post(g, 100, (unsigned int)i, 1);
+		kick(g);
+		CHECK(WAIT_FOR(stats().packets - a.packets == 210));
+		b = stats();
+		CHECK_EQ(b.zcopied - a.zcopied, 128);
+		CHECK_EQ(b.copied[USKB_VHOST_COPY_PEND] - a.copied[USKB_VHOST_COPY_PEND], 72);
+		CHECK_EQ(b.copied[USKB_VHOST_COPY_SMALL] - a.copied[USKB_VHOST_COPY_SMALL], 10);
+		/* the copied ones wait behind the first in place: nothing back yet */
+		CHECK_EQ(used_idx(g), u0);
+		CHECK_EQ(held(), 210);
+		release(NULL);
+		CHECK(WAIT_FOR(used_idx(g) == (uint16_t)(u0 + 210)));
+		printf("copy rules: 128 in place, 72 copied (pend), 10 short ones copied (small)\n");
+	}
+	/* a device that copies after all: the backend stops sending in place (err) */
+	{
+		struct uskb_vhost_qstats a = stats(), b;
+
+		__atomic_store_n(&hold.mode, ORPHAN, __ATOMIC_RELAXED);
+		for (int i = 0; i < 100; i++) {
+			post(g, 1000, (unsigned int)i, 1);
+			kick(g);
+			WAIT_FOR(stats().packets - a.packets == (uint64_t)i + 1);
+		}
+		__atomic_store_n(&hold.mode, HOLD, __ATOMIC_RELAXED);
+		b = stats();
+		CHECK(b.zcopy_err > a.zcopy_err);
+		CHECK(b.copied[USKB_VHOST_COPY_ERR] - a.copied[USKB_VHOST_COPY_ERR] > 50);
+		release(NULL);
+		printf("err: %llu completions copied, then %llu frames copied (err)\n",
+		       (unsigned long long)(b.zcopy_err - a.zcopy_err),
+		       (unsigned long long)(b.copied[USKB_VHOST_COPY_ERR] - a.copied[USKB_VHOST_COPY_ERR]));
+	}
+	guest_down(g);
+}
+
+/* ---- a hostile guest ---- */
+
+/* the queue stopped with an error, and the backend goes on */
+static void expect_stop(struct guest *g, const char *what)
+{
+	kick(g);
+	if (!WAIT_FOR(stats().errors == 1)) {
+		fprintf(stderr, "%s: the queue did not stop\n", what);
+		t_failures++;
+	}
+	release(NULL);
+	guest_down(g);
+	printf("hostile: %s: queue stopped\n", what);
+}
+
+static void hostile(struct guest *g)
+{
+	uint8_t p[256];
+
+	/* a descriptor loop */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 1 };
+	g->desc[1] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a descriptor loop");
+
+	/* a buffer that runs past guest memory */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ MEM - 100, 1000, 0, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a buffer past guest memory");
+
+	/* a buffer at an address far beyond it (no overflow on the way) */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ ~0ull - 10, 1000, 0, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a buffer at 2^64 - 11");
+
+	/* a head beyond the ring */
+	CHECK(guest_up(g, true));
+	g->avail->ring[0] = NUM + 5;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a head beyond the ring");
+
+	/* a next beyond the ring */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 60000 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a next beyond the ring");
+
+	/* an indirect table inside an indirect table */
+	CHECK(guest_up(g, true));
+	{
+		struct vring_desc *ind = (void *)(g->mem + IND_OFF);
+
+		ind[0] = (struct vring_desc){ IND_OFF + 64, 32, VRING_DESC_F_INDIRECT, 0 };
+		g->desc[0] = (struct vring_desc){ IND_OFF, 32, VRING_DESC_F_INDIRECT, 0 };
+	}
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "an indirect table inside one");
+
+	/* an indirect table whose size is not whole descriptors */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ IND_OFF, 20, VRING_DESC_F_INDIRECT, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "an indirect table of 20 bytes");
+
+	/* indirect descriptors the guest did not negotiate */
+	CHECK(guest_up(g, false));
+	g->desc[0] = (struct vring_desc){ IND_OFF, 32, VRING_DESC_F_INDIRECT, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "an indirect descriptor not negotiated");
+
+	/* an avail index more than a ring ahead */
+	CHECK(guest_up(g, true));
+	__atomic_store_n(&g->avail->idx, NUM + 1, __ATOMIC_RELEASE);
+	expect_stop(g, "an avail index a ring ahead");
+
+	/* a write-only descriptor in a transmit chain */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_WRITE, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a write-only descriptor");
+
+	/* rings outside guest memory: the address is refused, the queue stopped */
+	CHECK(guest_up(g, true));
+	{
+		uint32_t st[2] = { 1, 0 };
+		uint64_t a[4] = { (uintptr_t)g->mem + MEM - 8, (uintptr_t)g->used, (uintptr_t)g->avail, 0 };
+
+		/* GET_VRING_BASE stops the ring: its reply is the state {1, next avail 0} */
+		send_msg(g, 11, 0, st, 8, NULL, 0);
+		CHECK_EQ(reply_u64(g), 1);
+		memcpy(p, st, 8);
+		memcpy(p + 8, a, 32);
+		CHECK_EQ(req_ack(g, 9, p, 40, NULL, 0), 0); /* kept: the ring is not running */
+		st[1] = 1;
+		CHECK(req_ack(g, 18, st, 8, NULL, 0) != 0); /* enabled: it would start, and is refused */
+		CHECK(WAIT_FOR(stats().errors == 1));
+	}
+	guest_down(g);
+	printf("hostile: a ring outside guest memory: refused\n");
+
+	/* bad memory tables: NAKs, nothing mapped, the connection goes on */
+	CHECK(guest_up(g, true));
+	{
+		struct region r[2] = { { 0, MEM, (uintptr_t)g->mem, 0 }, { MEM / 2, MEM / 2, (uintptr_t)g->mem, 0 } };
+		int fds[2] = { g->memfd, g->memfd };
+
+		memset(p, 0, sizeof(p));
+		p[0] = 9;
+		CHECK(req_ack(g, 5, p, 8 + sizeof(r), fds, 2) != 0);
+		p[0] = 1;
+		memcpy(p + 8, r, sizeof(r[0]));
+		CHECK(req_ack(g, 5, p, 8 + sizeof(r[0]), NULL, 0) != 0);
+		p[0] = 2;
+		memcpy(p + 8, r, sizeof(r));
+		CHECK(req_ack(g, 5, p, 8 + sizeof(r), fds, 2) != 0);
+		r[0].size = 2 * MEM; /* past the end of the memfd: would fault when read */
+		p[0] = 1;
+		memcpy(p + 8, r, sizeof(r[0]));
+		CHECK(req_ack(g, 5, p, 8 + sizeof(r[0]), fds, 1) != 0);
+		/* an unknown request, a live-migration log: refused */
+		CHECK(req_ack(g, 200, p, 8, NULL, 0) != 0);
+		CHECK(req_ack(g, 6, p, 8, NULL, 0) != 0);
+		/* still connected: a good request is answered */
+		send_msg(g, 1, 0, NULL, 0, NULL, 0);
+		CHECK(reply_u64(g) != ~0ull);
+	}
+	guest_down(g);
+	printf("hostile: bad memory tables, an unknown request, SET_LOG_BASE: refused\n");
+
+	/* a message longer than any: the connection is closed */
+	CHECK(guest_up(g, true));
+	{
+		struct msg m = { 5, 1, 100000 };
+
+		CHECK_EQ(send(g->fd, &m, 12, MSG_NOSIGNAL), 12);
+		CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+		close(g->fd);
+	}
+	printf("hostile: a message of 100000 bytes: connection closed\n");
+
+	/* and the next guest is served */
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < 10; i++)
+		post(g, 500, (unsigned int)i, 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == 10));
+	release(NULL);
+	CHECK(WAIT_FOR(used_idx(g) == 10));
+	CHECK_EQ(stats().errors, 0);
+	guest_down(g);
+	printf("hostile: the next guest is served\n");
+}
+
+int main(void)
+{
+	struct guest g = { 0 };
+	struct uskb_vhost_config cfg = { .dev = &hold_dev };
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/uskb-vhost-test.%d.sock", getpid());
+	cfg.socket = sock_path;
+	vh = uskb_vhost_new(&cfg);
+	if (!vh) {
+		fprintf(stderr, "uskb_vhost_new: %s\n", uskb_vhost_strerror(NULL));
+		return 1;
+	}
+	g.memfd = memfd_create("guest", 0);
+	CHECK(g.memfd >= 0 && ftruncate(g.memfd, MEM) == 0);
+	g.mem = mmap(NULL, MEM, PROT_READ | PROT_WRITE, MAP_SHARED, g.memfd, 0);
+	CHECK(g.mem != MAP_FAILED);
+	g.kick = eventfd(0, EFD_CLOEXEC);
+	g.call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_create(&vh_thread, NULL, serve, NULL);
+
+	order_rule(&g);
+	hostile(&g);
+
+	uskb_vhost_stop(vh);
+	pthread_join(vh_thread, NULL);
+	uskb_vhost_free(vh);
+	munmap(g.mem, MEM);
+	close(g.memfd);
+	close(g.kick);
+	close(g.call);
+	return t_end("vhost");
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-vhost: a vhost-user net backend on a uskb device. The guest's
+ * transmit goes to the device in place (libuskb-vhost); counters every
+ * --stats seconds, text or JSON.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/compiler.h"
+#include "uskb/dev.h"
+#include "uskb/stats.h"
+#include "uskb/vhost.h"
+
+static const char usage[] =
+	"Usage: uskb-vhost --socket PATH --dev DEVICE [options]\n"
+	"A vhost-user net backend: a frontend (QEMU, DPDK's virtio-user) connects to\n"
+	"PATH; what the guest sends goes to DEVICE (any uskb device: null, pcap:FILE,\n"
+	"packet:IF, xdp:IF, udp:..., tcp:..., unix:...) without a copy when the device\n"
+	"sends in place (USKB_DEV_F_ZEROCOPY), each buffer going back to the guest, in\n"
+	"order, once the device is done with it.\n"
+	"\n"
+	"  -s, --socket PATH     the vhost-user socket to create and listen on\n"
+	"  -d, --dev DEVICE      the lower device (see uskb-pktgen(8) for the specs)\n"
+	"  -z, --zcopy on|off    send guest buffers in place (default on)\n"
+	"      --copybreak N     frames shorter than N bytes are copied (default 256)\n"
+	"      --max-pend N      at most N zero-copy buffers out per queue (default 128)\n"
+	"  -t, --duration SECS   stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
+	"      --stats SECS      print the counters every SECS seconds (0: only at the end)\n"
+	"  -j, --json            counters as one JSON object per line\n"
+	"  -q, --quiet           no counters but the final ones\n"
+	"  -h, --help            this text\n"
+	"  -V, --version         the version\n"
+	"\n"
+	"Counters per queue (1: the guest's transmit): packets, bytes, zero-copied, copied\n"
+	"by reason (off, small, pend, nozc, err, sg), dropped, pending (chains out), the\n"
+	"device's completions and how many of them it copied after all.\n"
+	"Exit status: 0, 1 for a failure while running (or objects left live), 2 for\n"
+	"bad usage.\n";
+
+static struct uskb_vhost *vh;
+static volatile sig_atomic_t stopped;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stopped = 1;
+	if (vh)
+		uskb_vhost_stop(vh);
+}
+
+static const char *const why[USKB_VHOST_COPY_NR] = { "off", "small", "pend", "nozc", "err", "sg" };
+
+static void print(double t, bool final, bool json)
+{
+	struct uskb_vhost_qstats s;
+
+	if (!uskb_vhost_get_stats(vh, 1, &s))
+		return;
+	if (json) {
+		printf("{\"time\": %.3f, \"final\": %s, \"connected\": %s, \"queue\": 1, \"packets\": %" PRIu64
+		       ", \"bytes\": %" PRIu64 ", \"zcopied\": %" PRIu64 ", \"copied\": {",
+		       t, final ? "true" : "false", uskb_vhost_connected(vh) ? "true" : "false", s.packets, s.bytes,
+		       s.zcopied);
+		for (int i = 0; i < USKB_VHOST_COPY_NR; i++)
+			printf("%s\"%s\": %" PRIu64, i ? ", " : "", why[i], s.copied[i]);
+		printf("}, \"dropped\": %" PRIu64 ", \"pending\": %u, \"completions\": %" PRIu64
+		       ", \"zcopy_err\": %" PRIu64 ", \"errors\": %u}\n",
+		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors);
+	} else {
+		printf("%8.3f txq 1: %" PRIu64 " packets %" PRIu64 " bytes, zcopied %" PRIu64 ", copied", t, s.packets,
+		       s.bytes, s.zcopied);
+		for (int i = 0; i < USKB_VHOST_COPY_NR; i++)
+			printf(" %s %" PRIu64, why[i], s.copied[i]);
+		printf(", dropped %" PRIu64 ", pending %u, completions %" PRIu64 " (copied %" PRIu64 ")%s%s\n",
+		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors ? ", STOPPED" : "",
+		       final ? " (final)" : "");
+	}
+	fflush(stdout);
+}
+
+static bool number(const char *opt, const char *arg, double max, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(arg, &end);
+	if (errno || end == arg || *end || *v < 0 || *v > max) {
+		fprintf(stderr, "uskb-vhost: %s %s: is not a number from 0 to %g\n", opt, arg, max);
+		return false;
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },  { "dev", required_argument, NULL, 'd' },
+		{ "zcopy", required_argument, NULL, 'z' },   { "copybreak", required_argument, NULL, 'C' },
+		{ "max-pend", required_argument, NULL, 'P' }, { "duration", required_argument, NULL, 't' },
+		{ "stats", required_argument, NULL, 'S' },   { "json", no_argument, NULL, 'j' },
+		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },	     { 0 }
+	};
+	struct uskb_vhost_config cfg = { 0 };
+	const char *devspec = NULL;
+	double duration = 0, stats = 1, v;
+	bool json = false, quiet = false;
+	struct uskb_dev *dev;
+	struct sigaction sa = { .sa_handler = on_signal };
+	uint64_t start, next, end;
+	int c, status = 0;
+
+	while ((c = getopt_long(argc, argv, "s:d:z:t:jqhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': cfg.socket = optarg; break;
+		case 'd': devspec = optarg; break;
+		case 'z':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "uskb-vhost: --zcopy %s: give on or off\n", optarg);
+				return 2;
+			}
+			cfg.no_zcopy = !strcmp(optarg, "off");
+			break;
+		case 'C':
+			if (!number("--copybreak", optarg, 65536, &v))
+				return 2;
+			cfg.copybreak = v ? (unsigned int)v : 1;
+			break;
+		case 'P':
+			if (!number("--max-pend", optarg, 32768, &v) || v < 1) {
+				if (v < 1)
+					fprintf(stderr, "uskb-vhost: --max-pend: at least 1\n");
+				return 2;
+			}
+			cfg.max_pend = (unsigned int)v;
+			break;
+		case 't':
+			if (!number("--duration", optarg, 1e7, &duration))
+				return 2;
+			break;
+		case 'S':
+			if (!number("--stats", optarg, 1e6, &stats))
+				return 2;
+			break;
+		case 'j': json = true; break;
+		case 'q': quiet = true; break;
+		case 'h': fputs(usage, stdout); return 0;
+		case 'V': printf("uskb-vhost %s\n", USKB_VERSION_STRING); return 0;
+		default: fprintf(stderr, "Try 'uskb-vhost --help'.\n"); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "uskb-vhost: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!cfg.socket || !devspec) {
+		fprintf(stderr, "uskb-vhost: --socket and --dev are needed (try --help)\n");
+		return 2;
+	}
+	dev = uskb_dev_open(devspec);
+	if (!dev) {
+		fprintf(stderr, "uskb-vhost: %s: %s\n", devspec, uskb_dev_strerror());
+		return 1;
+	}
+	cfg.dev = dev;
+	vh = uskb_vhost_new(&cfg);
+	if (!vh) {
+		fprintf(stderr, "uskb-vhost: %s\n", uskb_vhost_strerror(NULL));
+		uskb_dev_close(dev);
+		return 1;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!quiet && !json)
+		fprintf(stderr, "uskb-vhost: listening on %s, sending to %s (%s)\n", cfg.socket, devspec,
+			cfg.no_zcopy ? "copying" : dev->features & USKB_DEV_F_ZEROCOPY ? "zero copy" :
+											 "the device copies");
+	start = uskb_mono_ns();
+	end = duration > 0 ? start + (uint64_t)(duration * 1e9) : UINT64_MAX;
+	next = stats > 0 ? start + (uint64_t)(stats * 1e9) : UINT64_MAX;
+	while (!stopped) {
+		uint64_t now = uskb_mono_ns(), until = next < end ? next : end;
+		int r = uskb_vhost_run(vh, until == UINT64_MAX ? -1 :
+					   (int)((until > now ? until - now : 0) / 1000000));
+
+		if (r < 0) {
+			fprintf(stderr, "uskb-vhost: %s\n", strerror(-r));
+			status = 1;
+			break;
+		}
+		now = uskb_mono_ns();
+		if (now >= end)
+			break;
+		if (now >= next) {
+			if (!quiet)
+				print((double)(now - start) / 1e9, false, json);
+			next += (uint64_t)(stats * 1e9);
+		}
+	}
+	print((double)(uskb_mono_ns() - start) / 1e9, true, json);
+	uskb_vhost_free(vh); /* waits for the device's completions */
+	vh = NULL;
+	uskb_dev_close(dev);
+	if (!uskb_stats_all_freed()) {
+		fprintf(stderr, "uskb-vhost: live objects remain at the end (a leak)\n");
+		status = 1;
+	}
+	return status;
+}
