@@ -9,6 +9,8 @@
 #    is completed; 64-byte frames are copied (under the copy break), and
 #    --zcopy off copies everything, each counted by its reason;
 #  - a second connection after the first went: the counters go on;
+#  - the guest's receive: uskb-pktgen sends to the backend's udp: device,
+#    and testpmd (rxonly) counts every frame in its virtio-user port;
 #  - bad options give one line and exit 2; no leak (exit 0).
 # No root needed; skips (77) without dpdk-testpmd or tshark.
 set -u
@@ -81,6 +83,23 @@ vhost_stop "zcopy off"
 [ "$(json_num off "$final")" = "$sent" ] && [ "$(json_num zcopied "$final")" = 0 ] ||
 	bad "--zcopy off: $sent frames should all be copied: $final"
 echo "--zcopy off: $sent frames copied"
+
+# ---- the guest's receive: udp: -> uskb-vhost -> virtio-user (rxonly) ----
+port=$((20000 + $$ % 20000))
+vhost_start -d "udp:127.0.0.1:$port,listen"
+(sleep 5; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbvr$$" \
+	-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=rxonly --nb-cores=1 \
+	--total-num-mbufs=16384 >"$tmp/tpr.out" 2>&1 &
+tpp=$!
+sleep 2.5
+pgt=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+"$pgt" -q -i "udp:127.0.0.1:$port" -n 1000 -s 700 --ratep 5000 >/dev/null || bad "rx: the sender failed"
+wait $tpp || bad "rx: testpmd failed: $(tail -3 "$tmp/tpr.out")"
+vhost_stop rx
+got=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$tmp/tpr.out" | head -1)
+[ "$got" = 1000 ] && [ "$(json_num rx_packets "$final")" = 1000 ] && [ "$(json_num rx_bytes "$final")" = 700000 ] ||
+	bad "rx: 1000 frames sent, testpmd received $got: $final"
+echo "rx: 1000 frames from udp: into the guest's buffers, all received"
 
 # ---- bad usage ----
 check_usage() {

@@ -65,10 +65,33 @@ static void hold_xmit(struct uskb_dev *dev, unsigned int q, struct uskb **skbs, 
 	}
 }
 
-static const struct uskb_dev_ops hold_ops = { .type = "hold", .xmit = hold_xmit };
+/* what the device "receives": frames the test queues */
+static struct {
+	pthread_mutex_t lock;
+	struct uskb *q[64];
+	int n;
+} rxq = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int hold_rx(struct uskb_dev *dev, unsigned int q, struct uskb **skbs, int max, int timeout_ms)
+{
+	int n;
+
+	(void)dev;
+	(void)q;
+	(void)timeout_ms;
+	pthread_mutex_lock(&rxq.lock);
+	n = rxq.n < max ? rxq.n : max;
+	memcpy(skbs, rxq.q, (size_t)n * sizeof(*skbs));
+	memmove(rxq.q, rxq.q + n, (size_t)(rxq.n - n) * sizeof(*skbs));
+	rxq.n -= n;
+	pthread_mutex_unlock(&rxq.lock);
+	return n;
+}
+
+static const struct uskb_dev_ops hold_ops = { .type = "hold", .xmit = hold_xmit, .rx = hold_rx };
 static struct uskb_dev hold_dev = { .name = "hold", .ops = &hold_ops,
 				    .features = USKB_DEV_F_SG | USKB_DEV_F_ZEROCOPY, .mtu = 65535,
-				    .nqueues = 1 };
+				    .nqueues = 1, .nrxqueues = 1 };
 
 static int held(void)
 {
@@ -101,12 +124,17 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static struct uskb_vhost_qstats stats(void)
+static struct uskb_vhost_qstats qstats(unsigned int q)
 {
 	struct uskb_vhost_qstats st;
 
-	CHECK(uskb_vhost_get_stats(vh, 1, &st));
+	CHECK(uskb_vhost_get_stats(vh, q, &st));
 	return st;
+}
+
+static struct uskb_vhost_qstats stats(void)
+{
+	return qstats(1);
 }
 
 /* wait until @cond holds (up to 3 s); its last value */
@@ -128,6 +156,13 @@ static struct uskb_vhost_qstats stats(void)
 #define IND_OFF 0x3000u
 #define BUF_OFF 0x10000u
 #define BUF_SZ 4096u
+#define RX_DESC_OFF 0x4000u	/* ring 0, the guest's receive */
+#define RX_AVAIL_OFF 0x5000u
+#define RX_USED_OFF 0x6000u
+#define RX_BUF_OFF 0x210000u
+#define RX_BUF_SZ 1024u
+
+static uint64_t extra_feats; /* MRG_RXBUF for the receive tests */
 
 struct guest {
 	int memfd, fd, kick, call;
@@ -213,6 +248,7 @@ static bool guest_up(struct guest *g, bool indirect)
 
 	if (indirect)
 		feats |= 1ull << VIRTIO_RING_F_INDIRECT_DESC;
+	feats |= extra_feats;
 	memset(g->mem, 0, MEM);
 	g->desc = (void *)(g->mem + DESC_OFF);
 	g->avail = (void *)(g->mem + AVAIL_OFF);
@@ -405,6 +441,98 @@ static void order_rule(struct guest *g)
 	guest_down(g);
 }
 
+/* ---- the guest's receive ---- */
+
+/* ring 0 with @n write-only buffers of RX_BUF_SZ bytes */
+static void rx_up(struct guest *g, unsigned int n)
+{
+	struct vring_desc *d = (void *)(g->mem + RX_DESC_OFF);
+	struct vring_avail *av = (void *)(g->mem + RX_AVAIL_OFF);
+	uint8_t p[64];
+	uint32_t st[2] = { 0, NUM };
+	uint64_t a[4] = { (uintptr_t)d, (uintptr_t)(g->mem + RX_USED_OFF), (uintptr_t)av, 0 };
+
+	for (unsigned int i = 0; i < n; i++) {
+		d[i] = (struct vring_desc){ RX_BUF_OFF + i * RX_BUF_SZ, RX_BUF_SZ, VRING_DESC_F_WRITE, 0 };
+		av->ring[i] = (uint16_t)i;
+	}
+	av->idx = (uint16_t)n;
+	send_msg(g, 8, 0, st, 8, NULL, 0);
+	st[1] = 0;
+	send_msg(g, 10, 0, st, 8, NULL, 0);
+	memcpy(p, st, 8);
+	memcpy(p + 8, a, 32);
+	send_msg(g, 9, 0, p, 40, NULL, 0);
+	put_u64(p, 0);
+	send_msg(g, 12, 0, p, 8, &g->kick, 1);
+	send_msg(g, 13, 0, p, 8, &g->call, 1);
+	st[1] = 1;
+	CHECK_EQ(req_ack(g, 18, st, 8, NULL, 0), 0);
+}
+
+static void rx_frame(unsigned int len, unsigned int seq)
+{
+	struct uskb *skb = uskb_alloc(len);
+
+	frame_bytes(uskb_put(skb, len), len, seq);
+	pthread_mutex_lock(&rxq.lock);
+	rxq.q[rxq.n++] = skb;
+	pthread_mutex_unlock(&rxq.lock);
+}
+
+static void guest_rx(struct guest *g)
+{
+	static const unsigned int sizes[] = { 100, 1500, 3000 };
+	struct vring_used *used = (void *)(g->mem + RX_USED_OFF);
+	uint8_t want[4000], got[4000];
+	unsigned int e = 0;
+
+	/* MRG_RXBUF: a frame over as many 1 KiB buffers as it needs, their count in the header */
+	extra_feats = 1ull << VIRTIO_NET_F_MRG_RXBUF;
+	CHECK(guest_up(g, true));
+	rx_up(g, 16);
+	for (unsigned int i = 0; i < 3; i++)
+		rx_frame(sizes[i], i);
+	CHECK(WAIT_FOR(__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) == 6));
+	for (unsigned int i = 0; i < 3; i++) {
+		struct virtio_net_hdr_mrg_rxbuf h;
+		unsigned int nb = (sizes[i] + 12 + RX_BUF_SZ - 1) / RX_BUF_SZ, len = 0;
+
+		memcpy(&h, g->mem + RX_BUF_OFF + used->ring[e].id * RX_BUF_SZ, 12);
+		CHECK_EQ(h.num_buffers, nb);
+		CHECK_EQ(h.hdr.flags, 0);
+		for (unsigned int k = 0; k < nb; k++, e++) {
+			unsigned int skip = k ? 0 : 12;
+
+			memcpy(got + len, g->mem + RX_BUF_OFF + used->ring[e].id * RX_BUF_SZ + skip,
+			       used->ring[e].len - skip);
+			len += used->ring[e].len - skip;
+		}
+		frame_bytes(want, sizes[i], i);
+		CHECK_EQ(len, sizes[i]);
+		CHECK(!memcmp(got, want, sizes[i]));
+	}
+	CHECK_EQ(qstats(0).packets, 3);
+	guest_down(g);
+	printf("guest rx: 100, 1500 and 3000 bytes into 1 KiB buffers: 1, 2 and 3 of them (MRG_RXBUF)\n");
+
+	/* without it: one buffer per frame; a frame that does not fit is dropped */
+	extra_feats = 0;
+	CHECK(guest_up(g, true));
+	rx_up(g, 4);
+	rx_frame(500, 7);
+	rx_frame(3000, 8);
+	rx_frame(600, 9);
+	CHECK(WAIT_FOR(__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) == 2));
+	CHECK(WAIT_FOR(qstats(0).dropped == 1));
+	CHECK_EQ(used->ring[0].len, 512);
+	CHECK_EQ(used->ring[1].len, 612);
+	frame_bytes(want, 600, 9);
+	CHECK(!memcmp(g->mem + RX_BUF_OFF + used->ring[1].id * RX_BUF_SZ + 12, want, 600));
+	guest_down(g);
+	printf("guest rx: without MRG_RXBUF one buffer a frame, a frame too big dropped\n");
+}
+
 /* ---- a hostile guest ---- */
 
 /* the queue stopped with an error, and the backend goes on */
@@ -590,6 +718,7 @@ int main(void)
 	pthread_create(&vh_thread, NULL, serve, NULL);
 
 	order_rule(&g);
+	guest_rx(&g);
 	hostile(&g);
 
 	uskb_vhost_stop(vh);

@@ -58,6 +58,7 @@ struct vh_queue {
 	uint32_t nzc;		/* zero-copy entries among them */
 	struct uskb *backlog[VH_BURST]; /* skbs the device was too busy to take */
 	unsigned int nbacklog;
+	struct uskb *rx_skb;	/* receive: a frame waiting for guest buffers */
 	struct uskb_vhost_qstats st; /* this thread's; copied out under the stats lock */
 	atomic_uint_fast64_t completions, zcopy_err; /* from the completion, any thread */
 };
@@ -102,6 +103,7 @@ USKB_HIDDEN int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
 USKB_HIDDEN void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 USKB_HIDDEN void __uskb_vh_publish(struct uskb_vhost *vh);

@@ -512,6 +512,12 @@ bool uskb_vhost_get_stats(const struct uskb_vhost *vh, unsigned int q, struct us
 	return true;
 }
 
+/* the lower device receives: its frames go to the guest */
+static bool receives(const struct uskb_vhost *vh)
+{
+	return vh->cfg.dev->nrxqueues > 0 && vh->cfg.dev->ops->rx;
+}
+
 int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms >= 0 ? uskb_mono_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
@@ -525,13 +531,14 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 
 		pfd[n++] = (struct pollfd){ .fd = vh->stop_fd, .events = POLLIN };
 		pfd[n++] = (struct pollfd){ .fd = vh->cfd >= 0 ? vh->cfd : vh->lfd, .events = POLLIN };
-		for (unsigned int i = 1; i < VH_MAX_QUEUES; i += 2) {
+		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
 			struct vh_queue *q = &vh->q[i];
 
-			if (q->started && !q->broken) {
-				pfd[n++] = (struct pollfd){ .fd = q->kick_fd, .events = POLLIN };
-				busy |= q->pend_head != q->pend_tail || q->nbacklog || q->kick_fd < 0;
-			}
+			if (!q->started || q->broken || (!(i & 1) && !receives(vh)))
+				continue;
+			pfd[n++] = (struct pollfd){ .fd = q->kick_fd, .events = POLLIN };
+			/* receive: the device has no fd to wait on here; look every millisecond */
+			busy |= q->pend_head != q->pend_tail || q->nbacklog || q->kick_fd < 0 || !(i & 1);
 		}
 		if (busy)
 			wait = 1;
@@ -565,11 +572,16 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 		for (unsigned int i = 2; i < n; i++)
 			if (pfd[i].revents & POLLIN)
 				(void)eventfd_read(pfd[i].fd, &v);
-		for (unsigned int i = 1; i < VH_MAX_QUEUES; i += 2) {
+		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
 			struct vh_queue *q = &vh->q[i];
 
 			if (!q->started || q->broken)
 				continue;
+			if (!(i & 1)) {
+				if (receives(vh))
+					__uskb_vh_rx(vh, q);
+				continue;
+			}
 			if (q->pend_head != q->pend_tail)
 				uskb_dev_flush(vh->cfg.dev, 0);
 			__uskb_vh_tx(vh, q);

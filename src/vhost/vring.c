@@ -141,6 +141,8 @@ void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
 		q->st.dropped++;
 	}
 	q->nbacklog = 0;
+	uskb_free(q->rx_skb); /* a received frame that found no buffer */
+	q->rx_skb = NULL;
 	if (q->started && !drain(vh, q, 10000))
 		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out after 10 s; their memory stays mapped\n",
 			q->idx, q->pend_head - q->pend_tail);
@@ -248,8 +250,11 @@ static bool add_piece(struct uskb_vhost *vh, struct vh_queue *q, struct chain *c
 	return true;
 }
 
-/* the chain from @head: its readable pieces, mapped. false: the queue broke */
-static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struct chain *c)
+/*
+ * The chain from @head, mapped: its readable pieces (transmit) or its
+ * writable ones (@write: receive). false: the queue broke
+ */
+static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struct chain *c, bool write)
 {
 	const struct vring_desc *tab = q->desc;
 	unsigned int max = q->num, count = 0, i = head;
@@ -288,12 +293,13 @@ static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struc
 			i = 0;
 			continue;
 		}
-		if (d.flags & VRING_DESC_F_WRITE) {
-			__uskb_vh_fail(vh, q, "a write-only descriptor in a transmit chain");
+		if (!(d.flags & VRING_DESC_F_WRITE) != !write) {
+			__uskb_vh_fail(vh, q, write ? "a read-only descriptor in a receive chain" :
+						      "a write-only descriptor in a transmit chain");
 			return false;
 		}
 		c->len += d.len;
-		if (c->len > 65536 + 64) {
+		if (c->len > 65536 + 64 && !write) {
 			__uskb_vh_fail(vh, q, "a transmit chain of more than 64 KiB");
 			return false;
 		}
@@ -516,7 +522,7 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 				__uskb_vh_fail(vh, q, "head %u beyond a ring of %u", headi, q->num);
 				break;
 			}
-			if (!walk(vh, q, headi, &c))
+			if (!walk(vh, q, headi, &c, false))
 				break;
 			p->u.desc = headi;
 			q->pend_head++;
@@ -534,6 +540,147 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 			break; /* every chain is out: the device's completions first */
 	}
 	__uskb_vh_retire(vh, q);
+}
+
+/* copy @len bytes to @off of the chain from @from */
+static void chain_write(const struct chain *c, size_t off, const void *from, size_t len)
+{
+	for (unsigned int i = 0; i < c->niov && len; i++) {
+		size_t n;
+
+		if (off >= c->iov[i].iov_len) {
+			off -= c->iov[i].iov_len;
+			continue;
+		}
+		n = c->iov[i].iov_len - off;
+		if (n > len)
+			n = len;
+		memcpy((char *)c->iov[i].iov_base + off, from, n);
+		from = (const char *)from + n;
+		len -= n;
+		off = 0;
+	}
+}
+
+/* skb bytes [@off, @off + @len) to the chain at @at */
+static bool skb_to_chain(const struct uskb *skb, unsigned int off, const struct chain *c, size_t at, size_t len)
+{
+	uint8_t buf[2048];
+
+	while (len) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+
+		if (uskb_copy_bits(skb, (int)off, buf, (int)n))
+			return false;
+		chain_write(c, at, buf, n);
+		off += (unsigned int)n;
+		at += n;
+		len -= n;
+	}
+	return true;
+}
+
+/*
+ * One frame into the guest's receive buffers (vhost-net's handle_rx,
+ * always a copy): with MRG_RXBUF over as many chains as it needs, the
+ * count in the first one's header; without, into one chain or dropped.
+ * false: not enough buffers yet (the frame waits).
+ */
+static bool rx_one(struct uskb_vhost *vh, struct vh_queue *q, struct uskb *skb)
+{
+	bool mrg = vh->features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
+	struct virtio_net_hdr_mrg_rxbuf h = { 0 };
+	size_t total = vh->hdr_len + skb->len, done = 0;
+	uint16_t avail = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE), first_used = q->used_idx;
+	uint16_t nbufs = 0, take = q->last_avail;
+	struct chain c, c0;
+
+	if ((uint16_t)(avail - q->last_avail) > q->num) {
+		__uskb_vh_fail(vh, q, "avail index %u is more than %u ahead of %u", avail, q->num, q->last_avail);
+		return true;
+	}
+	if (skb->ip_summed == USKB_CHECKSUM_PARTIAL && uskb_checksum_help(skb)) {
+		q->st.dropped++;
+		return true;
+	}
+	/* the chains first: nothing is written until the frame fits */
+	while (done < total) {
+		uint16_t headi;
+
+		if (take == avail)
+			return false;
+		headi = __atomic_load_n(&q->avail->ring[take % q->num], __ATOMIC_RELAXED);
+		if (headi >= q->num) {
+			__uskb_vh_fail(vh, q, "head %u beyond a ring of %u", headi, q->num);
+			return true;
+		}
+		if (!walk(vh, q, headi, &c, true))
+			return true;
+		if (!nbufs)
+			c0 = c;
+		if (c.len < (nbufs ? 1 : vh->hdr_len) || (!mrg && c.len < total)) {
+			/* a buffer too small for the header, or for the frame without MRG_RXBUF: dropped */
+			q->st.dropped++;
+			return true;
+		}
+		{
+			size_t here = c.len < total - done ? (size_t)c.len : total - done;
+			size_t hdr = nbufs ? 0 : vh->hdr_len;
+
+			if (!skb_to_chain(skb, (unsigned int)(done + hdr - vh->hdr_len), &c, hdr, here - hdr)) {
+				q->st.dropped++;
+				return true;
+			}
+			q->used->ring[(uint16_t)(first_used + nbufs) % q->num] =
+				(struct vring_used_elem){ .id = headi, .len = (uint32_t)here };
+			done += here;
+		}
+		nbufs++;
+		take++;
+	}
+	h.num_buffers = nbufs;
+	chain_write(&c0, 0, &h, vh->hdr_len);
+	q->last_avail = take;
+	q->used_idx = (uint16_t)(first_used + nbufs);
+	q->st.packets++;
+	q->st.bytes += skb->len;
+	return true;
+}
+
+/* the lower device's frames into the guest's receive queue (@q even) */
+void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	uint16_t old = q->used_idx;
+
+	if (!q->started || q->broken)
+		return;
+	for (;;) {
+		if (!q->rx_skb) {
+			int n = uskb_dev_rx(vh->cfg.dev, 0, &q->rx_skb, 1, 0);
+
+			if (n <= 0) {
+				q->rx_skb = NULL;
+				break;
+			}
+		}
+		if (!rx_one(vh, q, q->rx_skb)) {
+			/* no room: ask for a kick when the guest adds buffers, and look once more */
+			if (event_idx(vh))
+				__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
+			vh_mb();
+			if (__atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) == q->last_avail)
+				break;
+			continue;
+		}
+		uskb_free(q->rx_skb);
+		q->rx_skb = NULL;
+		if (q->broken)
+			break;
+	}
+	if (q->used_idx != old) {
+		__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
+		signal_guest(vh, q, old);
+	}
 }
 
 void __uskb_vh_publish(struct uskb_vhost *vh)

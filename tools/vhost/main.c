@@ -27,7 +27,8 @@ static const char usage[] =
 	"PATH; what the guest sends goes to DEVICE (any uskb device: null, pcap:FILE,\n"
 	"packet:IF, xdp:IF, udp:..., tcp:..., unix:...) without a copy when the device\n"
 	"sends in place (USKB_DEV_F_ZEROCOPY), each buffer going back to the guest, in\n"
-	"order, once the device is done with it.\n"
+	"order, once the device is done with it. What DEVICE receives is copied into the\n"
+	"guest's receive buffers.\n"
 	"\n"
 	"  -s, --socket PATH     the vhost-user socket to create and listen on\n"
 	"  -d, --dev DEVICE      the lower device (see uskb-pktgen(8) for the specs)\n"
@@ -41,9 +42,11 @@ static const char usage[] =
 	"  -h, --help            this text\n"
 	"  -V, --version         the version\n"
 	"\n"
-	"Counters per queue (1: the guest's transmit): packets, bytes, zero-copied, copied\n"
+	"Counters of the guest's transmit (queue 1): packets, bytes, zero-copied, copied\n"
 	"by reason (off, small, pend, nozc, err, sg), dropped, pending (chains out), the\n"
-	"device's completions and how many of them it copied after all.\n"
+	"device's completions and how many of them it copied after all; of its receive\n"
+	"(queue 0, when DEVICE receives: frames copied into the guest's buffers):\n"
+	"packets, bytes, dropped.\n"
 	"Exit status: 0, 1 for a failure while running (or objects left live), 2 for\n"
 	"bad usage.\n";
 
@@ -62,9 +65,9 @@ static const char *const why[USKB_VHOST_COPY_NR] = { "off", "small", "pend", "no
 
 static void print(double t, bool final, bool json)
 {
-	struct uskb_vhost_qstats s;
+	struct uskb_vhost_qstats s, r;
 
-	if (!uskb_vhost_get_stats(vh, 1, &s))
+	if (!uskb_vhost_get_stats(vh, 1, &s) || !uskb_vhost_get_stats(vh, 0, &r))
 		return;
 	if (json) {
 		printf("{\"time\": %.3f, \"final\": %s, \"connected\": %s, \"queue\": 1, \"packets\": %" PRIu64
@@ -74,16 +77,19 @@ static void print(double t, bool final, bool json)
 		for (int i = 0; i < USKB_VHOST_COPY_NR; i++)
 			printf("%s\"%s\": %" PRIu64, i ? ", " : "", why[i], s.copied[i]);
 		printf("}, \"dropped\": %" PRIu64 ", \"pending\": %u, \"completions\": %" PRIu64
-		       ", \"zcopy_err\": %" PRIu64 ", \"errors\": %u}\n",
-		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors);
+		       ", \"zcopy_err\": %" PRIu64 ", \"errors\": %u, \"rx_packets\": %" PRIu64
+		       ", \"rx_bytes\": %" PRIu64 ", \"rx_dropped\": %" PRIu64 ", \"rx_errors\": %u}\n",
+		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors, r.packets, r.bytes, r.dropped,
+		       r.errors);
 	} else {
 		printf("%8.3f txq 1: %" PRIu64 " packets %" PRIu64 " bytes, zcopied %" PRIu64 ", copied", t, s.packets,
 		       s.bytes, s.zcopied);
 		for (int i = 0; i < USKB_VHOST_COPY_NR; i++)
 			printf(" %s %" PRIu64, why[i], s.copied[i]);
-		printf(", dropped %" PRIu64 ", pending %u, completions %" PRIu64 " (copied %" PRIu64 ")%s%s\n",
-		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors ? ", STOPPED" : "",
-		       final ? " (final)" : "");
+		printf(", dropped %" PRIu64 ", pending %u, completions %" PRIu64 " (copied %" PRIu64 ")%s;"
+		       " rxq 0: %" PRIu64 " packets %" PRIu64 " bytes, dropped %" PRIu64 "%s%s\n",
+		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors ? ", STOPPED" : "", r.packets,
+		       r.bytes, r.dropped, r.errors ? ", STOPPED" : "", final ? " (final)" : "");
 	}
 	fflush(stdout);
 }
