@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The tap: device in a network namespace this test creates and removes
+# (198.18.0.0/15):
+#  - a tap made by the device goes with it;
+#  - frames sent into a (persistent) tap reach the kernel: its rx counters
+#    grow by exactly what uskb-pktgen sent, with one queue and with two;
+#  - frames the kernel sends out of it (UDP datagrams to a neighbour) are
+#    received, each once;
+#  - uskb-vhost with tap: below it: what DPDK's virtio-user sends reaches
+#    the kernel (skipped without dpdk-testpmd);
+#  - bad specs give one line and a failure exit.
+# Needs root; skips (77) without it or without /dev/net/tun.
+set -u
+source "$(dirname "$0")/net-common.bash" t
+[ -c /dev/net/tun ] || { echo "no /dev/net/tun"; exit 77; }
+vht=${USKB_VHOST:-$here/../tools/uskb-vhost}
+ns=$p-ns
+tmp=$(mktemp -d /tmp/uskb-tap.XXXXXX)
+cleanup() {
+	ip netns del "$ns" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
+in_ns() { ip netns exec "$ns" "$@"; }
+rx_count() { cat "/sys/class/net/$1/statistics/rx_packets"; }
+
+ip netns add "$ns" || { echo "FAIL: ip netns add"; exit 1; }
+in_ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+
+# ---- a tap the device makes goes with it ----
+in_ns "$pg" -q -i tap:ut0 -n 10 -s 100 >/dev/null || bad "sending into a new tap failed"
+in_ns ip link show ut0 >/dev/null 2>&1 && bad "the tap the device made is still there"
+echo "a new tap: made, sent into, gone"
+
+# ---- into a persistent tap: the kernel counts every frame ----
+in_ns ip tuntap add dev ut1 mode tap multi_queue
+in_ns ip addr add 198.18.5.1/24 dev ut1
+in_ns ip link set ut1 up
+in_ns ip neigh add 198.18.5.2 lladdr 02:00:00:00:00:09 dev ut1
+before=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
+in_ns "$pg" -q -i tap:ut1 -n 200 -s 300 -d 198.18.5.1 >/dev/null || bad "tap:ut1: the sender failed"
+after=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
+[ $((after - before)) = 200 ] || bad "tap:ut1: 200 sent, the kernel received $((after - before))"
+in_ns "$pg" -q -i tap:ut1,queues=2 -t 2 -n 100 -s 300 -d 198.18.5.1 >/dev/null || bad "tap:ut1,queues=2: the sender failed"
+after2=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
+[ $((after2 - after)) = 200 ] || bad "tap:ut1,queues=2: 2 x 100 sent, the kernel received $((after2 - after))"
+echo "tap:ut1: 200 frames into the kernel, one queue and two"
+
+# ---- out of it: the kernel's datagrams are received ----
+in_ns "$pg" --rx tap:ut1 --duration 3 --json -q >"$tmp/rx.json" &
+rpid=$!
+sleep 0.7
+in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
+wait $rpid
+rx=$(cat "$tmp/rx.json")
+[ "$(json_num other "$rx")" = 20 ] && [ "$(json_num rx_packets "$rx")" = 20 ] ||
+	bad "tap:ut1 receive: the kernel sent 20 datagrams: $rx"
+echo "tap:ut1: 20 datagrams from the kernel received"
+
+# ---- uskb-vhost on tap: ----
+if command -v dpdk-testpmd >/dev/null; then
+	before=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
+	# not through in_ns: $! must be uskb-vhost itself, for the SIGINT
+	ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d tap:ut1 --stats 0 --json >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	vp=$!
+	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
+	(sleep 2; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbtap$$" \
+		-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=txonly \
+		--txpkts=600 --nb-cores=1 --total-num-mbufs=16384 >"$tmp/tp.out" 2>&1 || bad "testpmd failed"
+	kill -INT $vp
+	wait $vp || bad "uskb-vhost on tap: exit $?: $(cat "$tmp/vh.err")"
+	sent=$(sed -n 's/.*TX-packets: *\([0-9]*\).*/\1/p' "$tmp/tp.out" | head -1)
+	final=$(grep '"final": true' "$tmp/vh.json")
+	after=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
+	took=$(json_num packets "$final") dropped=$(json_num dropped "$final")
+	# testpmd counts what it put in the ring; up to 256 of that may still be there when it stops
+	[ "${sent:-0}" -gt 0 ] && [ "${took:-0}" -le "$sent" ] && [ "${took:-0}" -ge $((sent - 256)) ] &&
+		[ $((after - before)) = $((took - dropped)) ] ||
+		bad "uskb-vhost on tap: testpmd sent $sent, uskb-vhost took $took (dropped $dropped), the kernel got $((after - before))"
+	echo "uskb-vhost on tap:ut1: $sent frames from virtio-user, $((after - before)) reached the kernel ($dropped dropped: its queue was full)"
+else
+	echo "uskb-vhost on tap: skipped (no dpdk-testpmd: scripts/deps.sh --bench)"
+fi
+
+# ---- bad specs ----
+check_open() {
+	local want=$1 spec=$2
+	in_ns "$pg" -q -i "$spec" -n 1 >/dev/null 2>"$tmp/err"
+	local rc=$?
+	[ $rc != 0 ] && [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q "$want" "$tmp/err" ||
+		bad "$spec: exit $rc: $(cat "$tmp/err")"
+}
+check_open "give an interface name" "tap:"
+check_open "give 1 to" "tap:ut1,queues=99"
+check_open "unknown option" "tap:ut1,speed=9"
+check_open "at most 15 characters" "tap:abcdefghijklmnopqrstuvwxyz"
+
+[ $fail = 0 ] && echo "net-tap: ok" || echo "net-tap: $fail failure(s)"
+[ $fail = 0 ]
