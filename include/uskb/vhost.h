@@ -53,6 +53,11 @@ struct uskb_vhost_config {
 	bool no_zcopy;		/**< copy every frame */
 	unsigned int copybreak;	/**< 0: 256 */
 	unsigned int max_pend;	/**< 0: 128 */
+	/**
+	 * Take at most this many frames from the guest (0: no limit); once
+	 * they are taken and back, uskb_vhost_run() returns.
+	 */
+	uint64_t tx_limit;
 };
 
 /** Listen on @cfg->socket. NULL and errno on failure (uskb_vhost_strerror()). */

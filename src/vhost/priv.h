@@ -23,6 +23,7 @@
 #define VH_MAX_IOV 64		/* pieces of one chain, after splitting at region ends */
 #define VH_BURST 32
 #define VH_HEAD_COPY 128	/* bytes of a zero-copy frame that go in the skb's head */
+#define VH_WEIGHT 256		/* chains a queue takes before the loop looks elsewhere */
 
 struct vh_region {
 	uint64_t gpa, size, uva;
@@ -42,7 +43,7 @@ struct vh_pend {
 struct vh_queue {
 	unsigned int idx;
 	uint16_t num;
-	bool enabled, started, broken, have_addr;
+	bool enabled, started, broken, have_addr, kicked;
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
@@ -56,11 +57,14 @@ struct vh_queue {
 	struct vh_pend *pend;
 	uint32_t pend_head, pend_tail;
 	uint32_t nzc;		/* zero-copy entries among them */
+	uint32_t win_packets;	/* frames in this window of 1024 (the err rule) */
+	uint64_t win_err;	/* zcopy_err when the window began */
 	struct uskb *backlog[VH_BURST]; /* skbs the device was too busy to take */
 	unsigned int nbacklog;
 	struct uskb *rx_skb;	/* receive: a frame waiting for guest buffers */
 	struct uskb_vhost_qstats st; /* this thread's; copied out under the stats lock */
-	atomic_uint_fast64_t completions, zcopy_err; /* from the completion, any thread */
+	/* last: a reset of the queue leaves them (completions may still come, from any thread) */
+	atomic_uint_fast64_t completions, zcopy_err;
 };
 
 struct uskb_vhost {
@@ -68,6 +72,7 @@ struct uskb_vhost {
 	char *path;
 	int lfd, cfd;		/* listening, connected */
 	atomic_bool connected;	/* cfd open and guest memory mapped (for other threads) */
+	bool abandoned;		/* chains never came back: guest memory stays mapped, vh is not freed */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;
 	bool owner;
@@ -94,6 +99,12 @@ static inline void vh_mb(void)
 #else
 	atomic_thread_fence(memory_order_seq_cst);
 #endif
+}
+
+/* the frames the caller asked for (tx_limit) are taken */
+static inline bool vh_limited(const struct uskb_vhost *vh, const struct vh_queue *q)
+{
+	return vh->cfg.tx_limit && q->st.packets >= vh->cfg.tx_limit;
 }
 
 /* vring.c */

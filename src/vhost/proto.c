@@ -95,15 +95,13 @@ static __thread char new_err[256];
 static void queue_reset(struct vh_queue *q, unsigned int idx)
 {
 	struct uskb_vhost_qstats st = q->st;
-	uint64_t done = atomic_load(&q->completions), err = atomic_load(&q->zcopy_err);
 
-	memset(q, 0, sizeof(*q));
+	/* not the atomics at the end: completions of abandoned chains may still add to them */
+	memset(q, 0, offsetof(struct vh_queue, completions));
 	q->idx = idx;
 	q->kick_fd = q->call_fd = q->err_fd = -1;
 	q->st = st;
 	q->st.errors = 0;
-	atomic_init(&q->completions, done);
-	atomic_init(&q->zcopy_err, err);
 }
 
 static void close_fd(int *fd)
@@ -116,14 +114,11 @@ static void close_fd(int *fd)
 /* the guest's memory goes: nothing may point into it any more */
 static bool unmap_all(struct uskb_vhost *vh)
 {
-	atomic_store(&vh->connected, false);
-	for (unsigned int i = 0; i < VH_MAX_QUEUES; i++)
-		if (vh->q[i].pend) {
-			/* chains still out after the wait: keep the memory rather than free it under a frag */
-			fprintf(stderr, "uskb-vhost: guest memory kept mapped: queue %u still has chains out\n", i);
-			vh->nregions = 0;
-			return false;
-		}
+	if (vh->abandoned) {
+		/* chains that never came back: keep the memory rather than free it under a frag */
+		vh->nregions = 0;
+		return false;
+	}
 	for (unsigned int i = 0; i < vh->nregions; i++)
 		munmap(vh->reg[i].map, vh->reg[i].map_len);
 	vh->nregions = 0;
@@ -136,10 +131,9 @@ static void stop_queues(struct uskb_vhost *vh)
 		__uskb_vh_queue_stop(vh, &vh->q[i]);
 }
 
-/* the frontend went (or was told to): stop, wait for the device, unmap, forget */
-static void disconnect(struct uskb_vhost *vh)
+/* back to no owner (RESET_OWNER, a disconnect): stop, wait for the device, unmap, forget */
+static void reset_state(struct uskb_vhost *vh)
 {
-	atomic_store(&vh->connected, false);
 	stop_queues(vh);
 	unmap_all(vh);
 	for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
@@ -148,17 +142,18 @@ static void disconnect(struct uskb_vhost *vh)
 		close_fd(&q->kick_fd);
 		close_fd(&q->call_fd);
 		close_fd(&q->err_fd);
-		/*
-		 * q->pend is NULL unless chains are still out after the wait:
-		 * then it is left to their completions (a leak, not a free
-		 * under them), as the memory they point into stays mapped.
-		 */
 		queue_reset(q, i);
 	}
-	close_fd(&vh->cfd);
 	vh->features = vh->protocol_features = 0;
 	vh->owner = false;
+	atomic_store(&vh->connected, false);
 	__uskb_vh_publish(vh);
+}
+
+static void disconnect(struct uskb_vhost *vh)
+{
+	reset_state(vh);
+	close_fd(&vh->cfd);
 }
 
 static int reply(struct uskb_vhost *vh, const struct vu_msg *m, const void *payload, uint32_t size)
@@ -208,6 +203,7 @@ static int set_mem_table(struct uskb_vhost *vh, const struct vu_msg *m, int *fds
 		}
 	}
 	/* the old table goes only once nothing points into it */
+	atomic_store(&vh->connected, false);
 	stop_queues(vh);
 	if (!unmap_all(vh))
 		return -EBUSY;
@@ -247,7 +243,7 @@ static void set_fd(int *slot, int fd)
 	*slot = fd;
 }
 
-/* one message; 0, -errno for a NAK, or 1 to close the connection */
+/* one message; 0, -errno for a NAK, 1 to close the connection, 2 when it was answered already */
 static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned int *nfds)
 {
 	struct vh_queue *q = NULL;
@@ -256,7 +252,7 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 	switch (m->request) {
 	case VU_GET_FEATURES:
 		u = offered;
-		return reply(vh, m, &u, 8) ? 1 : 0;
+		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_FEATURES:
 		if (m->size < 8 || (m->p.u64 & ~offered))
 			return -EINVAL;
@@ -267,7 +263,7 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		return 0;
 	case VU_GET_PROTOCOL_FEATURES:
 		u = offered_protocol;
-		return reply(vh, m, &u, 8) ? 1 : 0;
+		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_PROTOCOL_FEATURES:
 		if (m->size < 8 || (m->p.u64 & ~offered_protocol))
 			return -EINVAL;
@@ -277,12 +273,11 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		vh->owner = true;
 		return 0;
 	case VU_RESET_OWNER:
-		stop_queues(vh);
-		vh->owner = false;
+		reset_state(vh);
 		return 0;
 	case VU_GET_QUEUE_NUM:
 		u = VH_MAX_QUEUES / 2;
-		return reply(vh, m, &u, 8) ? 1 : 0;
+		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_MEM_TABLE: {
 		int err = set_mem_table(vh, m, fds, *nfds);
 
@@ -334,13 +329,18 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 	case VU_GET_VRING_BASE: {
 		struct vu_state st = { m->p.state.index, 0 };
 
-		/* stop: the device's completions first, then where the guest is to go on */
+		/*
+		 * Stop: the device's completions first, then where the guest is
+		 * to go on. The ring starts again only with a new address and
+		 * kick (QEMU re-enables it before it sends them).
+		 */
 		__uskb_vh_queue_stop(vh, q);
 		q->broken = false;
-		q->enabled = false;
+		q->kicked = false;
+		q->have_addr = false;
 		close_fd(&q->kick_fd);
 		st.num = q->last_avail;
-		return reply(vh, m, &st, sizeof(st)) ? 1 : 0;
+		return reply(vh, m, &st, sizeof(st)) ? 1 : 2;
 	}
 	case VU_SET_VRING_KICK:
 	case VU_SET_VRING_CALL:
@@ -355,6 +355,7 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		}
 		if (m->request == VU_SET_VRING_KICK) {
 			set_fd(&q->kick_fd, fd);
+			q->kicked = true;
 			if (fd >= 0)
 				fcntl(fd, F_SETFL, O_NONBLOCK);
 			if (!(vh->features & (1ull << VU_F_PROTOCOL_FEATURES)))
@@ -368,6 +369,8 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		q->enabled = m->p.state.num != 0;
 		if (q->enabled)
 			return __uskb_vh_queue_start(vh, q) ? -EINVAL : 0;
+		/* disabled: nothing more is taken (its chains wait in the ring) until it is enabled again */
+		__uskb_vh_queue_stop(vh, q);
 		return 0;
 	default:
 		fprintf(stderr, "uskb-vhost: request %u is not supported\n", m->request);
@@ -421,7 +424,9 @@ static bool serve_one(struct uskb_vhost *vh)
 	r = handle(vh, &m, fds, &nfds);
 	if (r == 1) {
 		ok = false;
-	} else if ((m.flags & VU_NEED_REPLY) && (vh->protocol_features & (1ull << VU_PROTOCOL_F_REPLY_ACK))) {
+	} else if (r != 2 && (m.flags & VU_NEED_REPLY) &&
+		   (vh->protocol_features & (1ull << VU_PROTOCOL_F_REPLY_ACK))) {
+		/* (a request that has a reply of its own gets no ack besides) */
 		uint64_t status = r ? 1 : 0;
 
 		if (reply(vh, &m, &status, 8))
@@ -468,7 +473,13 @@ struct uskb_vhost *uskb_vhost_new(const struct uskb_vhost_config *cfg)
 	strcpy(sa.sun_path, cfg->socket);
 	vh->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	vh->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	unlink(cfg->socket); /* a socket left by an earlier run */
+	{
+		struct stat st;
+
+		/* a socket left by an earlier run goes; anything else there stays (bind says EADDRINUSE) */
+		if (!lstat(cfg->socket, &st) && S_ISSOCK(st.st_mode))
+			unlink(cfg->socket);
+	}
 	if (vh->stop_fd < 0 || vh->lfd < 0 || bind(vh->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(vh->lfd, 1)) {
 		int err = errno;
@@ -489,7 +500,14 @@ struct uskb_vhost *uskb_vhost_new(const struct uskb_vhost_config *cfg)
 
 const char *uskb_vhost_strerror(const struct uskb_vhost *vh)
 {
-	return vh ? vh->err : new_err;
+	static __thread char copy[sizeof(vh->err)];
+
+	if (!vh)
+		return new_err;
+	pthread_mutex_lock((pthread_mutex_t *)&vh->stats_lock);
+	memcpy(copy, vh->err, sizeof(copy));
+	pthread_mutex_unlock((pthread_mutex_t *)&vh->stats_lock);
+	return copy;
 }
 
 bool uskb_vhost_connected(const struct uskb_vhost *vh)
@@ -569,9 +587,10 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 				} while (poll(&pfd[1], 1, 0) == 1 && (pfd[1].revents & POLLIN));
 			}
 		}
-		for (unsigned int i = 2; i < n; i++)
-			if (pfd[i].revents & POLLIN)
-				(void)eventfd_read(pfd[i].fd, &v);
+		/* the kicks: the queues' own fds (a message may have closed or replaced the polled ones) */
+		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++)
+			if (vh->q[i].started && vh->q[i].kick_fd >= 0)
+				(void)eventfd_read(vh->q[i].kick_fd, &v);
 		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
 			struct vh_queue *q = &vh->q[i];
 
@@ -587,6 +606,8 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 			__uskb_vh_tx(vh, q);
 		}
 		__uskb_vh_publish(vh);
+		if (vh_limited(vh, &vh->q[1]) && vh->q[1].pend_head == vh->q[1].pend_tail)
+			return 0;
 	}
 }
 
@@ -598,6 +619,11 @@ void uskb_vhost_free(struct uskb_vhost *vh)
 	close(vh->lfd);
 	close(vh->stop_fd);
 	unlink(vh->path);
+	if (vh->abandoned) {
+		/* completions of chains the device never gave back still reach vh->q */
+		fprintf(stderr, "uskb-vhost: the device never completed some chains: the backend's memory is left\n");
+		return;
+	}
 	pthread_mutex_destroy(&vh->stats_lock);
 	free(vh->path);
 	free(vh);

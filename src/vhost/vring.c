@@ -32,13 +32,17 @@
 void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
 {
 	va_list ap;
+	char buf[sizeof(vh->err)];
 	int n;
 
-	n = snprintf(vh->err, sizeof(vh->err), "queue %u stopped: ", q->idx);
+	n = snprintf(buf, sizeof(buf), "queue %u stopped: ", q->idx);
 	va_start(ap, fmt);
-	vsnprintf(vh->err + n, sizeof(vh->err) - (size_t)n, fmt, ap);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "uskb-vhost: %s\n", vh->err);
+	fprintf(stderr, "uskb-vhost: %s\n", buf);
+	pthread_mutex_lock(&vh->stats_lock); /* read by uskb_vhost_strerror() on any thread */
+	memcpy(vh->err, buf, sizeof(buf));
+	pthread_mutex_unlock(&vh->stats_lock);
 	q->broken = true;
 	q->st.errors = 1;
 	if (q->err_fd >= 0)
@@ -90,7 +94,7 @@ int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
 {
 	uint64_t num = q->num;
 
-	if (q->started || q->broken || !q->have_addr || !num || !vh->nregions || !q->enabled)
+	if (q->started || q->broken || !q->have_addr || !num || !vh->nregions || !q->enabled || !q->kicked)
 		return 0;
 	q->desc = __uskb_vh_uva(vh, q->desc_uva, 16 * num);
 	q->avail = __uskb_vh_uva(vh, q->avail_uva, 6 + 2 * num);
@@ -143,13 +147,21 @@ void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
 	q->nbacklog = 0;
 	uskb_free(q->rx_skb); /* a received frame that found no buffer */
 	q->rx_skb = NULL;
-	if (q->started && !drain(vh, q, 10000))
-		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out after 10 s; their memory stays mapped\n",
-			q->idx, q->pend_head - q->pend_tail);
-	if (q->pend_head == q->pend_tail) {
+	if (q->started && !drain(vh, q, 10000)) {
+		/*
+		 * The device still holds them: their entries stay where they
+		 * are for the completions (a leak, not a free or a reuse under
+		 * them), and so do guest memory and the backend itself.
+		 */
+		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out after 10 s: guest memory stays "
+				"mapped\n", q->idx, q->pend_head - q->pend_tail);
+		vh->abandoned = true;
+	} else {
 		free(q->pend);
-		q->pend = NULL;
 	}
+	q->pend = NULL;
+	q->pend_head = q->pend_tail = 0;
+	q->nzc = 0;
 	q->started = false;
 }
 
@@ -167,14 +179,14 @@ static void signal_guest(struct uskb_vhost *vh, struct vh_queue *q, uint16_t old
 		if (q->signalled_valid)
 			old = q->signalled;
 		need = !q->signalled_valid || (uint16_t)(q->used_idx - ev - 1) < (uint16_t)(q->used_idx - old);
+		/* as vhost_notify: the window starts here whether or not the guest is called */
+		q->signalled = q->used_idx;
+		q->signalled_valid = true;
 	} else {
 		need = !(__atomic_load_n(&q->avail->flags, __ATOMIC_RELAXED) & VRING_AVAIL_F_NO_INTERRUPT);
 	}
-	if (need) {
-		q->signalled = q->used_idx;
-		q->signalled_valid = true;
+	if (need)
 		(void)eventfd_write(q->call_fd, 1);
-	}
 }
 
 void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q)
@@ -413,6 +425,7 @@ static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_p
 		return NULL;
 	}
 	chain_copy(c, 0, &h, sizeof(h)); /* the mergeable header's num_buffers is not read on transmit */
+	q->st.bytes += frame;
 	if (vh->cfg.no_zcopy)
 		why = USKB_VHOST_COPY_OFF;
 	else if (frame < vh->cfg.copybreak)
@@ -421,7 +434,7 @@ static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_p
 		why = USKB_VHOST_COPY_NOZC;
 	else if (q->nzc >= vh->cfg.max_pend)
 		why = USKB_VHOST_COPY_PEND;
-	else if (q->st.packets / 64 < atomic_load_explicit(&q->zcopy_err, memory_order_relaxed))
+	else if (q->win_packets / 64 < atomic_load_explicit(&q->zcopy_err, memory_order_relaxed) - q->win_err)
 		why = USKB_VHOST_COPY_ERR; /* vhost_net_tx_select_zcopy */
 	else if (pieces_after(c, vh->hdr_len + VH_HEAD_COPY) > USKB_MAX_SKB_FRAGS)
 		why = USKB_VHOST_COPY_SG;
@@ -494,7 +507,8 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 		if (!send(vh, q, b, n))
 			return;
 	}
-	for (;;) {
+	/* at most VH_WEIGHT chains a call (VHOST_NET_PKT_WEIGHT): the socket and the other queue wait meanwhile */
+	for (unsigned int took = 0; took < VH_WEIGHT && !vh_limited(vh, q);) {
 		uint16_t avail = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
 		unsigned int n = 0;
 
@@ -513,7 +527,8 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 				break;
 			continue;
 		}
-		while (q->last_avail != avail && n < VH_BURST && q->pend_head - q->pend_tail < q->num) {
+		while (q->last_avail != avail && n < VH_BURST && q->pend_head - q->pend_tail < q->num &&
+		       !vh_limited(vh, q)) {
 			uint16_t headi = __atomic_load_n(&q->avail->ring[q->last_avail % q->num], __ATOMIC_RELAXED);
 			struct vh_pend *p = &q->pend[q->pend_head % q->num];
 			struct uskb *skb;
@@ -528,7 +543,12 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 			q->pend_head++;
 			q->last_avail++;
 			q->st.packets++;
-			q->st.bytes += c.len - vh->hdr_len;
+			took++;
+			/* vhost_net_tx_packet: the err rule looks at the last 1024 frames */
+			if (++q->win_packets >= 1024) {
+				q->win_packets = 0;
+				q->win_err = atomic_load_explicit(&q->zcopy_err, memory_order_relaxed);
+			}
 			skb = build(vh, q, p, &c);
 			if (skb)
 				skbs[n++] = skb;

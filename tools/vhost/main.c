@@ -36,6 +36,7 @@ static const char usage[] =
 	"      --copybreak N     frames shorter than N bytes are copied (default 256)\n"
 	"      --max-pend N      at most N zero-copy buffers out per queue (default 128)\n"
 	"  -t, --duration SECS   stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
+	"  -n, --count N         stop once N frames were taken from the guest and are back\n"
 	"      --stats SECS      print the counters every SECS seconds (0: only at the end)\n"
 	"  -j, --json            counters as one JSON object per line\n"
 	"  -q, --quiet           no counters but the final ones\n"
@@ -114,6 +115,7 @@ int main(int argc, char **argv)
 		{ "zcopy", required_argument, NULL, 'z' },   { "copybreak", required_argument, NULL, 'C' },
 		{ "max-pend", required_argument, NULL, 'P' }, { "duration", required_argument, NULL, 't' },
 		{ "stats", required_argument, NULL, 'S' },   { "json", no_argument, NULL, 'j' },
+		{ "count", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },	     { 0 }
 	};
@@ -126,7 +128,7 @@ int main(int argc, char **argv)
 	uint64_t start, next, end;
 	int c, status = 0;
 
-	while ((c = getopt_long(argc, argv, "s:d:z:t:jqhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:d:z:t:n:jqhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': cfg.socket = optarg; break;
 		case 'd': devspec = optarg; break;
@@ -153,6 +155,11 @@ int main(int argc, char **argv)
 		case 't':
 			if (!number("--duration", optarg, 1e7, &duration))
 				return 2;
+			break;
+		case 'n':
+			if (!number("--count", optarg, 1e15, &v))
+				return 2;
+			cfg.tx_limit = (uint64_t)v;
 			break;
 		case 'S':
 			if (!number("--stats", optarg, 1e6, &stats))
@@ -197,8 +204,8 @@ int main(int argc, char **argv)
 	next = stats > 0 ? start + (uint64_t)(stats * 1e9) : UINT64_MAX;
 	while (!stopped) {
 		uint64_t now = uskb_mono_ns(), until = next < end ? next : end;
-		int r = uskb_vhost_run(vh, until == UINT64_MAX ? -1 :
-					   (int)((until > now ? until - now : 0) / 1000000));
+		uint64_t ms = until > now ? (until - now) / 1000000 : 0;
+		int r = uskb_vhost_run(vh, until == UINT64_MAX ? -1 : ms > 3600000 ? 3600000 : (int)ms);
 
 		if (r < 0) {
 			fprintf(stderr, "uskb-vhost: %s\n", strerror(-r));
@@ -208,6 +215,12 @@ int main(int argc, char **argv)
 		now = uskb_mono_ns();
 		if (now >= end)
 			break;
+		if (cfg.tx_limit) {
+			struct uskb_vhost_qstats s;
+
+			if (uskb_vhost_get_stats(vh, 1, &s) && s.packets >= cfg.tx_limit && !s.pending)
+				break;
+		}
 		if (now >= next) {
 			if (!quiet)
 				print((double)(now - start) / 1e9, false, json);
