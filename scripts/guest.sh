@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A small Linux guest for the vhost tests: Debian's kernel and a busybox
+# initramfs whose /init loads virtio-net, pings a peer, sends UDP datagrams,
+# prints its counters and powers off (under QEMU's TCG if there is no KVM).
+#   scripts/guest.sh [DIR]     (default: $USKB_GUEST_DIR or /var/tmp/uskb-guest)
+# Prints DIR on success (DIR/vmlinuz, DIR/initramfs.cpio.gz); kept there, so
+# a second call costs nothing. The packages are only downloaded and unpacked
+# (apt-get download), never installed: the host's /boot stays as it is.
+# Exit 1 with a message when the archive cannot be reached.
+# The guest's kernel command line takes gip= (its address/prefix), gpeer=
+# (the address it pings and sends to), gcount= (pings and datagrams) and
+# gsize= (ping payload).
+set -eu
+dir=${1:-${USKB_GUEST_DIR:-/var/tmp/uskb-guest}}
+if [ -s "$dir/vmlinuz" ] && [ -s "$dir/initramfs.cpio.gz" ]; then
+	echo "$dir"
+	exit 0
+fi
+mkdir -p "$dir/debs"
+cd "$dir/debs"
+# the kernel package linux-image-amd64 depends on (its name has the version)
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+if [ -z "$kpkg" ]; then
+	apt-get update -qq >/dev/null 2>&1 || true
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+fi
+[ -n "$kpkg" ] || { echo "guest.sh: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
+if ! ls linux-image-*.deb >/dev/null 2>&1 || ! ls busybox-static_*.deb >/dev/null 2>&1; then
+	apt-get download "$kpkg" busybox-static >/dev/null 2>&1 ||
+		{ echo "guest.sh: apt-get download $kpkg busybox-static failed" >&2; exit 1; }
+fi
+rm -rf "$dir/kpkg" "$dir/bbpkg" "$dir/root"
+dpkg-deb -x linux-image-*.deb "$dir/kpkg"
+dpkg-deb -x busybox-static_*.deb "$dir/bbpkg"
+kv=$(ls "$dir/kpkg/lib/modules")
+r=$dir/root
+mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/lib/modules" "$r/var/log" "$r/etc"
+cp "$dir/bbpkg/bin/busybox" "$r/bin/"
+for a in $("$r/bin/busybox" --list); do
+	[ "$a" = busybox ] || ln -sf busybox "$r/bin/$a"
+done
+mods="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net"
+for m in $mods; do
+	f=$(find "$dir/kpkg/lib/modules/$kv" -name "$m.ko" | head -1)
+	[ -n "$f" ] || { echo "guest.sh: no $m.ko in $kpkg" >&2; exit 1; }
+	cp "$f" "$r/lib/modules/"
+done
+cat >"$r/init" <<EOF
+#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+: \${gip:=198.18.3.2/24} \${gpeer:=198.18.3.1} \${gcount:=10} \${gsize:=200}
+for m in $mods; do insmod /lib/modules/\$m.ko || echo "GUEST: insmod \$m failed"; done
+i=0; while [ ! -e /sys/class/net/eth0 ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done
+[ -e /sys/class/net/eth0 ] || { echo "GUEST: no eth0"; poweroff -f; }
+ip link set lo up; ip link set eth0 up; ip addr add \$gip dev eth0
+ping -c \$gcount -s \$gsize -i 0.1 -W 3 \$gpeer | sed 's/^/GUEST: /'
+# UDP: busybox's nc has no -u; remote syslog sends one datagram per logger call
+syslogd -n -R \$gpeer:5514 & sl=\$!; sleep 0.3
+n=0; while [ \$n -lt \$gcount ]; do logger -t uskb "datagram \$n"; n=\$((n+1)); done
+sleep 1; kill \$sl
+set -- \$(grep eth0: /proc/net/dev | tr ':' ' ')
+echo "GUEST-RESULT rx_packets=\$3 tx_packets=\${11}"
+poweroff -f
+EOF
+chmod +x "$r/init"
+cp "$dir/kpkg/boot/vmlinuz-$kv" "$dir/vmlinuz"
+(cd "$r" && find . | "$dir/bbpkg/bin/busybox" cpio -o -H newc 2>/dev/null | gzip -9) >"$dir/initramfs.cpio.gz.new"
+mv "$dir/initramfs.cpio.gz.new" "$dir/initramfs.cpio.gz"
+rm -rf "$dir/kpkg" "$dir/bbpkg"
+echo "$dir"
