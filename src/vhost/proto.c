@@ -84,7 +84,8 @@ struct vu_msg {
 
 #define VU_HDR 12u
 
-static const uint64_t offered = (1ull << VIRTIO_NET_F_MRG_RXBUF) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
+static const uint64_t offered = (1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_MRG_RXBUF) |
+				(1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_F_VERSION_1) |
 				(1ull << VU_F_PROTOCOL_FEATURES);
 static const uint64_t offered_protocol = 1ull << VU_PROTOCOL_F_REPLY_ACK;
