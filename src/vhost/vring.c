@@ -323,10 +323,11 @@ static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struc
 	}
 }
 
-/* copy @len bytes from @off of the chain to @to */
-static void chain_copy(const struct chain *c, size_t off, void *to, size_t len)
+/* @len bytes between @off of the chain and @buf: out of the chain, or into it (@into) */
+static void chain_xfer(const struct chain *c, size_t off, void *buf, size_t len, bool into)
 {
 	for (unsigned int i = 0; i < c->niov && len; i++) {
+		char *at;
 		size_t n;
 
 		if (off >= c->iov[i].iov_len) {
@@ -336,11 +337,17 @@ static void chain_copy(const struct chain *c, size_t off, void *to, size_t len)
 		n = c->iov[i].iov_len - off;
 		if (n > len)
 			n = len;
-		memcpy(to, (char *)c->iov[i].iov_base + off, n);
-		to = (char *)to + n;
+		at = (char *)c->iov[i].iov_base + off;
+		memcpy(into ? at : buf, into ? buf : at, n);
+		buf = (char *)buf + n;
 		len -= n;
 		off = 0;
 	}
+}
+
+static void chain_copy(const struct chain *c, size_t off, void *to, size_t len)
+{
+	chain_xfer(c, off, to, len, false);
 }
 
 /* frags after @off: how many pieces */
@@ -562,24 +569,9 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 	__uskb_vh_retire(vh, q);
 }
 
-/* copy @len bytes to @off of the chain from @from */
 static void chain_write(const struct chain *c, size_t off, const void *from, size_t len)
 {
-	for (unsigned int i = 0; i < c->niov && len; i++) {
-		size_t n;
-
-		if (off >= c->iov[i].iov_len) {
-			off -= c->iov[i].iov_len;
-			continue;
-		}
-		n = c->iov[i].iov_len - off;
-		if (n > len)
-			n = len;
-		memcpy((char *)c->iov[i].iov_base + off, from, n);
-		from = (const char *)from + n;
-		len -= n;
-		off = 0;
-	}
+	chain_xfer(c, off, (void *)from, len, true);
 }
 
 /* skb bytes [@off, @off + @len) to the chain at @at */
