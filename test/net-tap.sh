@@ -6,7 +6,8 @@
 #  - frames sent into a (persistent) tap reach the kernel: its rx counters
 #    grow by exactly what uskb-pktgen sent, with one queue and with two;
 #  - frames the kernel sends out of it (UDP datagrams to a neighbour) are
-#    received, each once;
+#    received, each once; one longer than the MTU at open is dropped and
+#    counted, not cut short;
 #  - uskb-vhost with tap: below it: what DPDK's virtio-user sends reaches
 #    the kernel (skipped without dpdk-testpmd);
 #  - bad specs give one line and a failure exit.
@@ -60,6 +61,19 @@ rx=$(cat "$tmp/rx.json")
 [ "$(json_num other "$rx")" = 20 ] && [ "$(json_num rx_packets "$rx")" = 20 ] ||
 	bad "tap:ut1 receive: the kernel sent 20 datagrams: $rx"
 echo "tap:ut1: 20 datagrams from the kernel received"
+
+# the MTU raised after the open: a longer frame is dropped and counted, not cut short
+in_ns "$pg" --rx tap:ut1 --duration 2 --json -q >"$tmp/rx2.json" &
+rpid=$!
+sleep 0.7
+in_ns ip link set ut1 mtu 3000
+in_ns bash -c 'head -c 2500 /dev/zero >/dev/udp/198.18.5.2/9'
+wait $rpid
+in_ns ip link set ut1 mtu 1500
+rx=$(cat "$tmp/rx2.json")
+[ "$(json_num rx_dropped "$rx")" = 1 ] && [ "$(json_num rx_packets "$rx")" = 0 ] ||
+	bad "tap:ut1: a frame past the MTU seen at open should be dropped and counted: $rx"
+echo "tap:ut1: a frame longer than the MTU at open: dropped and counted"
 
 # ---- uskb-vhost on tap: ----
 if command -v dpdk-testpmd >/dev/null; then

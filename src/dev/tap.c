@@ -208,8 +208,12 @@ static int tap_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	bool waited = false;
 
 	while (n < max) {
-		/* a frame is at most the MTU, a VLAN tag and the Ethernet header (offloads are off) */
-		unsigned int room = dev->mtu + 4 + 14;
+		/*
+		 * A frame is at most the MTU, a VLAN tag and the Ethernet header
+		 * (offloads are off); one byte more shows a longer one (the MTU
+		 * raised since), which tun would cut short without a word.
+		 */
+		unsigned int room = dev->mtu + 4 + 14 + 1;
 		struct uskb *skb = uskb_dev_alloc(room);
 		struct virtio_net_hdr_mrg_rxbuf h;
 		struct iovec iov[2];
@@ -237,9 +241,12 @@ static int tap_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 			waited = true;
 			continue;
 		}
-		if (r <= HDR_LEN) {
+		if (r <= HDR_LEN || r - HDR_LEN >= (ssize_t)room) {
 			uskb_free(skb);
 			uskb_count_add(&dev->qstats[queue].rx_dropped, 1);
+			if (r > HDR_LEN)
+				__uskb_dev_error(dev, "queue %u: a frame longer than the MTU (%u) allows: dropped, "
+						      "not cut short", queue, dev->mtu);
 			continue;
 		}
 		uskb_put(skb, (unsigned int)(r - HDR_LEN));
