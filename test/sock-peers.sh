@@ -97,9 +97,13 @@ reference
 # (into QEMU's dgram netdev paced, see pace(): QEMU reads its UDP socket
 # slower than a sender fills it, and UDP drops what does not fit)
 relay() {
-	local label=$1 tx=$2 rx=$3 s out pace=""
+	local label=$1 tx=$2 rx=$3 s out pace="" lossy=""
 	for s in $SIZES; do
-		case $tx in udp:*) pace="--ratep $(pace $s)" ;; esac
+		case $tx in udp:*) pace="--ratep $(pace $s)" lossy=1 ;; esac
+		# QEMU relays a stream into our UDP socket as fast as it comes: under a
+		# sanitizer the receiver drains 64 KiB datagrams slower than that, and the
+		# kernel drops what its buffer cannot hold (paced, none is lost)
+		case $rx in udp:*) [ -n "${USKB_SANITIZE:-}" ] && pace="--ratep $(pace $s)" ;; esac
 		"$pg" -q --rx "$rx" -n $N --duration 10 --json >"$tmp"/rx.json 2>"$tmp"/rx.err &
 		local rpid=$!
 		sleep 0.3
@@ -109,7 +113,7 @@ relay() {
 		wait $rpid
 		out=$(cat "$tmp"/rx.json)
 		got=$(json_num packets "$out")
-		if [ -n "$pace" ]; then
+		if [ -n "$lossy" ]; then
 			# UDP into QEMU: its 208 KiB socket buffer may overflow on a busy machine
 			[ "${got:-0}" -ge $((N - N / 20)) ] && [ "$(json_num duplicates "$out")" = 0 ] &&
 				[ "$(json_num reordered "$out")" = 0 ] ||
