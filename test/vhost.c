@@ -163,6 +163,7 @@ static struct uskb_vhost_qstats stats(void)
 #define RX_BUF_SZ 1024u
 
 static uint64_t extra_feats; /* MRG_RXBUF for the receive tests */
+static bool no_event_idx;    /* the busy-poll test, with VRING_USED_F_NO_NOTIFY */
 
 struct guest {
 	int memfd, fd, kick, call;
@@ -241,7 +242,8 @@ struct region {
 static bool guest_up(struct guest *g, bool indirect)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t f, feats = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << 30);
+	uint64_t f, feats = (1ull << VIRTIO_F_VERSION_1) | (no_event_idx ? 0 : 1ull << VIRTIO_RING_F_EVENT_IDX) |
+			    (1ull << 30);
 	struct region r = { 0, MEM, 0, 0 };
 	uint8_t p[64];
 	uint32_t st[2];
@@ -775,6 +777,67 @@ static void hostile(struct guest *g)
 	printf("hostile: the next guest is served\n");
 }
 
+/* ---- busy polling: no kicks wanted while the backend spins ---- */
+
+/* the avail event: where the backend wants a kick (EVENT_IDX) */
+static uint16_t avail_event(struct guest *g)
+{
+	return __atomic_load_n((uint16_t *)&g->used->ring[NUM], __ATOMIC_ACQUIRE);
+}
+
+static uint16_t used_flags(struct guest *g)
+{
+	return __atomic_load_n(&g->used->flags, __ATOMIC_ACQUIRE);
+}
+
+static void busy_poll(struct guest *g)
+{
+	struct uskb_vhost_config cfg = { .dev = &hold_dev, .socket = sock_path, .busy_poll_us = 300000 };
+
+	uskb_vhost_stop(vh);
+	pthread_join(vh_thread, NULL);
+	uskb_vhost_free(vh);
+	vh = uskb_vhost_new(&cfg);
+	CHECK(vh != NULL);
+	if (!vh)
+		return;
+	pthread_create(&vh_thread, NULL, serve, NULL);
+
+	/* EVENT_IDX: the first chain is kicked; the next ones are taken unkicked, the avail event stays */
+	CHECK(guest_up(g, false));
+	post(g, 100, 0, 1);
+	kick(g);
+	CHECK(WAIT_FOR(used_idx(g) == 1));
+	for (unsigned int i = 1; i <= 20; i++) {
+		post(g, 100, i, 1);
+		CHECK(WAIT_FOR(used_idx(g) == i + 1));
+	}
+	CHECK(avail_event(g) < 21);
+	/* the spin ends 0.3 s after the last work: then the backend asks for a kick past what it took */
+	CHECK(WAIT_FOR(avail_event(g) == 21));
+	guest_down(g);
+	release(NULL);
+
+	/* without it: VRING_USED_F_NO_NOTIFY while the backend spins, cleared when it stops */
+	no_event_idx = true;
+	CHECK(guest_up(g, false));
+	post(g, 100, 0, 1);
+	kick(g);
+	CHECK(WAIT_FOR(used_idx(g) == 1));
+	post(g, 100, 1, 1);
+	CHECK(WAIT_FOR(used_idx(g) == 2));
+	CHECK_EQ(used_flags(g), VRING_USED_F_NO_NOTIFY);
+	CHECK(WAIT_FOR(used_flags(g) == 0));
+	kick(g); /* (a kick nothing needed: harmless) */
+	post(g, 100, 2, 1);
+	kick(g);
+	CHECK(WAIT_FOR(used_idx(g) == 3));
+	guest_down(g);
+	release(NULL);
+	no_event_idx = false;
+	printf("busy poll: 20 chains taken without kicks, the kick asked for again when the spin ends\n");
+}
+
 int main(void)
 {
 	struct guest g = { 0 };
@@ -799,6 +862,7 @@ int main(void)
 	csum_offload(&g);
 	guest_rx(&g);
 	hostile(&g);
+	busy_poll(&g);
 
 	uskb_vhost_stop(vh);
 	pthread_join(vh_thread, NULL);

@@ -39,7 +39,7 @@ struct uskb_vhost_qstats {
 	uint64_t packets, bytes;      /**< frames the queue carried */
 	uint64_t zcopied;	      /**< sent in place (guest transmit) */
 	uint64_t copied[USKB_VHOST_COPY_NR]; /**< copied, by reason */
-	uint64_t completions;	      /**< zero-copy skbs the device completed */
+	uint64_t completions;	      /**< zero-copy skbs the device completed (counted as they go back) */
 	uint64_t zcopy_err;	      /**< ... of which it had copied after all */
 	uint64_t dropped;	      /**< frames the device dropped, or bad ones */
 	uint32_t pending;	      /**< chains not yet back in the used ring */
@@ -58,6 +58,12 @@ struct uskb_vhost_config {
 	 * they are taken and back, uskb_vhost_run() returns.
 	 */
 	uint64_t tx_limit;
+	/**
+	 * After the rings last had work, look at them again for this many
+	 * microseconds without sleeping (vhost-net's busyloop_timeout): the
+	 * guest need not kick meanwhile. 0: sleep at once until kicked.
+	 */
+	unsigned int busy_poll_us;
 };
 
 /** Listen on @cfg->socket. NULL and errno on failure (uskb_vhost_strerror()). */

@@ -37,6 +37,7 @@ struct vh_pend {
 	struct uskb_ubuf_desc u; /* first: the completion finds the entry from it */
 	atomic_bool done;
 	bool zc;
+	bool copied;		/* the device copied after all (written before done) */
 	struct uskb_page pages[USKB_MAX_SKB_FRAGS];
 };
 
@@ -44,6 +45,7 @@ struct vh_queue {
 	unsigned int idx;
 	uint16_t num;
 	bool enabled, started, broken, have_addr, kicked;
+	bool no_notify;		/* we set VRING_USED_F_NO_NOTIFY (no EVENT_IDX) */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
@@ -63,8 +65,6 @@ struct vh_queue {
 	unsigned int nbacklog;
 	struct uskb *rx_skb;	/* receive: a frame waiting for guest buffers */
 	struct uskb_vhost_qstats st; /* this thread's; copied out under the stats lock */
-	/* last: a reset of the queue leaves them (completions may still come, from any thread) */
-	atomic_uint_fast64_t completions, zcopy_err;
 };
 
 struct uskb_vhost {
@@ -72,6 +72,8 @@ struct uskb_vhost {
 	char *path;
 	int lfd, cfd;		/* listening, connected */
 	atomic_bool connected;	/* cfd open and guest memory mapped (for other threads) */
+	bool spinning;		/* busy polling: the rings are looked at again without a kick */
+	uint64_t spin_until;	/* ... until then (CLOCK_MONOTONIC ns) */
 	bool abandoned;		/* chains never came back: guest memory stays mapped, vh is not freed */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;
@@ -112,9 +114,10 @@ USKB_HIDDEN void *__uskb_vh_gpa(struct uskb_vhost *vh, uint64_t gpa, uint64_t le
 USKB_HIDDEN void *__uskb_vh_uva(struct uskb_vhost *vh, uint64_t uva, uint64_t len);
 USKB_HIDDEN int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q);
-USKB_HIDDEN void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q);
-USKB_HIDDEN void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q);
-USKB_HIDDEN void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q);
+/* tx, rx: true when they moved something (a busy-polling loop keeps spinning) */
+USKB_HIDDEN bool __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN unsigned int __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q);
+USKB_HIDDEN bool __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 USKB_HIDDEN void __uskb_vh_publish(struct uskb_vhost *vh);

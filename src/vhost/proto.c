@@ -97,8 +97,7 @@ static void queue_reset(struct vh_queue *q, unsigned int idx)
 {
 	struct uskb_vhost_qstats st = q->st;
 
-	/* not the atomics at the end: completions of abandoned chains may still add to them */
-	memset(q, 0, offsetof(struct vh_queue, completions));
+	memset(q, 0, sizeof(*q));
 	q->idx = idx;
 	q->kick_fd = q->call_fd = q->err_fd = -1;
 	q->st = st;
@@ -537,61 +536,91 @@ static bool receives(const struct uskb_vhost *vh)
 	return vh->cfg.dev->nrxqueues > 0 && vh->cfg.dev->ops->rx;
 }
 
+/*
+ * Wait for the socket, the stop eventfd and the kicks (@wait ms), and serve
+ * what came: accept, every message waiting, the kicks read. 1, 0 when
+ * stopped, or -errno.
+ */
+static int wait_events(struct uskb_vhost *vh, int wait)
+{
+	struct pollfd pfd[2 + VH_MAX_QUEUES];
+	unsigned int n = 0, qi[2 + VH_MAX_QUEUES];
+	uint64_t v;
+
+	pfd[n++] = (struct pollfd){ .fd = vh->stop_fd, .events = POLLIN };
+	pfd[n++] = (struct pollfd){ .fd = vh->cfd >= 0 ? vh->cfd : vh->lfd, .events = POLLIN };
+	for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
+		struct vh_queue *q = &vh->q[i];
+
+		if (!q->started || q->broken || q->kick_fd < 0 || (!(i & 1) && !receives(vh)))
+			continue;
+		qi[n] = i;
+		pfd[n++] = (struct pollfd){ .fd = q->kick_fd, .events = POLLIN };
+	}
+	if (poll(pfd, n, wait) < 0)
+		return errno == EINTR ? 1 : -errno;
+	if (pfd[0].revents & POLLIN) {
+		(void)eventfd_read(vh->stop_fd, &v);
+		return 0;
+	}
+	/* the kicks first: a message may close or replace a kick fd */
+	for (unsigned int k = 2; k < n; k++)
+		if ((pfd[k].revents & POLLIN) && vh->q[qi[k]].kick_fd == pfd[k].fd)
+			(void)eventfd_read(pfd[k].fd, &v);
+	if (pfd[1].revents) {
+		if (vh->cfd < 0) {
+			vh->cfd = accept4(vh->lfd, NULL, NULL, SOCK_CLOEXEC);
+		} else {
+			/* every message waiting, then the rings */
+			do {
+				if (!serve_one(vh)) {
+					disconnect(vh);
+					break;
+				}
+			} while (poll(&pfd[1], 1, 0) == 1 && (pfd[1].revents & POLLIN));
+		}
+	}
+	return 1;
+}
+
 int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms >= 0 ? uskb_mono_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	uint64_t busy_ns = (uint64_t)vh->cfg.busy_poll_us * 1000;
+	unsigned int spins = 0;
+	bool again = true; /* the last round moved something: there may be more (it stops at VH_WEIGHT) */
 
 	for (;;) {
-		struct pollfd pfd[2 + VH_MAX_QUEUES];
-		unsigned int n = 0;
-		bool busy = false;
-		int wait = 100;
-		uint64_t v;
+		uint64_t now = uskb_mono_ns();
+		bool work = false, spun = vh->spinning; /* (the last round, maybe of the last call) */
 
-		pfd[n++] = (struct pollfd){ .fd = vh->stop_fd, .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = vh->cfd >= 0 ? vh->cfd : vh->lfd, .events = POLLIN };
-		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
-			struct vh_queue *q = &vh->q[i];
-
-			if (!q->started || q->broken || (!(i & 1) && !receives(vh)))
-				continue;
-			pfd[n++] = (struct pollfd){ .fd = q->kick_fd, .events = POLLIN };
-			/* receive: the device has no fd to wait on here; look every millisecond */
-			busy |= q->pend_head != q->pend_tail || q->nbacklog || q->kick_fd < 0 || !(i & 1);
-		}
-		if (busy)
-			wait = 1;
-		if (timeout_ms >= 0) {
-			uint64_t now = uskb_mono_ns();
-
-			if (now >= deadline)
-				return 0;
-			if ((deadline - now) / 1000000 < (uint64_t)wait)
-				wait = (int)((deadline - now) / 1000000);
-		}
-		if (poll(pfd, n, wait) < 0 && errno != EINTR)
-			return -errno;
-		if (pfd[0].revents & POLLIN) {
-			(void)eventfd_read(vh->stop_fd, &v);
+		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
-		}
-		if (pfd[1].revents) {
-			if (vh->cfd < 0) {
-				vh->cfd = accept4(vh->lfd, NULL, NULL, SOCK_CLOEXEC);
-			} else {
-				/* every message waiting, then the rings */
-				do {
-					if (!serve_one(vh)) {
-						disconnect(vh);
-						break;
-					}
-				} while (poll(&pfd[1], 1, 0) == 1 && (pfd[1].revents & POLLIN));
+		vh->spinning = now < vh->spin_until;
+		/* spinning, the socket and the stop are looked at every 64 rounds, without a wait */
+		if (!vh->spinning || !(++spins % 64)) {
+			int wait = 100, r;
+
+			for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
+				const struct vh_queue *q = &vh->q[i];
+
+				/* chains out, the receive queue (no fd to wait on here): look every ms */
+				if (q->started && !q->broken && (q->pend_head != q->pend_tail || q->nbacklog ||
+								 q->kick_fd < 0 || (!(i & 1) && receives(vh))))
+					wait = 1;
 			}
+			/*
+			 * No sleep before a round that found nothing asked for kicks:
+			 * after work, and just after spinning.
+			 */
+			if (vh->spinning || spun || again)
+				wait = 0;
+			if (timeout_ms >= 0 && (deadline - now) / 1000000 < (uint64_t)wait)
+				wait = (int)((deadline - now) / 1000000);
+			r = wait_events(vh, wait);
+			if (r <= 0)
+				return r;
 		}
-		/* the kicks: the queues' own fds (a message may have closed or replaced the polled ones) */
-		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++)
-			if (vh->q[i].started && vh->q[i].kick_fd >= 0)
-				(void)eventfd_read(vh->q[i].kick_fd, &v);
 		for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
 			struct vh_queue *q = &vh->q[i];
 
@@ -599,14 +628,18 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 				continue;
 			if (!(i & 1)) {
 				if (receives(vh))
-					__uskb_vh_rx(vh, q);
+					work |= __uskb_vh_rx(vh, q);
 				continue;
 			}
 			if (q->pend_head != q->pend_tail)
 				uskb_dev_flush(vh->cfg.dev, 0);
-			__uskb_vh_tx(vh, q);
+			work |= __uskb_vh_tx(vh, q);
 		}
-		__uskb_vh_publish(vh);
+		if (work || !vh->spinning || !(spins % 64))
+			__uskb_vh_publish(vh);
+		again = work;
+		if (work && busy_ns)
+			vh->spin_until = uskb_mono_ns() + busy_ns;
 		if (vh_limited(vh, &vh->q[1]) && vh->q[1].pend_head == vh->q[1].pend_tail)
 			return 0;
 	}

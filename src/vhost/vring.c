@@ -120,6 +120,7 @@ int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
 	q->nzc = 0;
 	q->used_idx = __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
 	q->signalled_valid = false;
+	q->no_notify = false;
 	q->started = true;
 	return 0;
 }
@@ -147,6 +148,9 @@ void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
 	q->nbacklog = 0;
 	uskb_free(q->rx_skb); /* a received frame that found no buffer */
 	q->rx_skb = NULL;
+	if (q->started && q->no_notify) /* the next backend wants kicks */
+		__atomic_store_n(&q->used->flags, 0, __ATOMIC_RELAXED);
+	q->no_notify = false;
 	if (q->started && !drain(vh, q, 10000)) {
 		/*
 		 * The device still holds them: their entries stay where they
@@ -189,21 +193,24 @@ static void signal_guest(struct uskb_vhost *vh, struct vh_queue *q, uint16_t old
 		(void)eventfd_write(q->call_fd, 1);
 }
 
-void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q)
+unsigned int __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q)
 {
 	uint16_t old = q->used_idx;
 	unsigned int n = 0;
 
 	if (!q->started)
-		return;
+		return 0;
 	while (q->pend_tail != q->pend_head) {
 		struct vh_pend *p = &q->pend[q->pend_tail % q->num];
 		struct vring_used_elem *e;
 
 		if (!atomic_load_explicit(&p->done, memory_order_acquire))
 			break;
-		if (p->zc)
+		if (p->zc) {
 			q->nzc--;
+			q->st.completions++;
+			q->st.zcopy_err += p->copied;
+		}
 		e = &q->used->ring[q->used_idx % q->num];
 		e->id = (uint32_t)p->u.desc;
 		e->len = 0;
@@ -212,22 +219,21 @@ void __uskb_vh_retire(struct uskb_vhost *vh, struct vh_queue *q)
 		n++;
 	}
 	if (!n)
-		return;
+		return 0;
 	/* the elements before the index */
 	__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
 	signal_guest(vh, q, old);
+	return n;
 }
 
 /* the device is done with a zero-copy skb: on whichever thread freed it */
 static void tx_complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
 {
 	struct vh_pend *p = (struct vh_pend *)uarg;
-	struct vh_queue *q = p->u.ctx;
 
 	(void)skb;
-	atomic_fetch_add_explicit(&q->completions, 1, memory_order_relaxed);
-	if (!success)
-		atomic_fetch_add_explicit(&q->zcopy_err, 1, memory_order_relaxed);
+	/* counted by the queue's thread when it retires the entry: no shared counter here */
+	p->copied = !success;
 	/* the last touch: the queue's thread may reuse the entry after it */
 	atomic_store_explicit(&p->done, true, memory_order_release);
 }
@@ -441,7 +447,7 @@ static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_p
 		why = USKB_VHOST_COPY_NOZC;
 	else if (q->nzc >= vh->cfg.max_pend)
 		why = USKB_VHOST_COPY_PEND;
-	else if (q->win_packets / 64 < atomic_load_explicit(&q->zcopy_err, memory_order_relaxed) - q->win_err)
+	else if (q->win_packets / 64 < q->st.zcopy_err - q->win_err)
 		why = USKB_VHOST_COPY_ERR; /* vhost_net_tx_select_zcopy */
 	else if (pieces_after(c, vh->hdr_len + VH_HEAD_COPY) > USKB_MAX_SKB_FRAGS)
 		why = USKB_VHOST_COPY_SG;
@@ -497,14 +503,79 @@ static bool send(struct uskb_vhost *vh, struct vh_queue *q, struct uskb **skbs, 
 	return !q->nbacklog;
 }
 
-void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
+/*
+ * The guest need not kick while the backend takes chains anyway (vhost's
+ * vhost_disable_notify): without EVENT_IDX, VRING_USED_F_NO_NOTIFY says
+ * so; with it, the avail event simply stays behind.
+ */
+static void notify_off(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	if (event_idx(vh) || q->no_notify)
+		return;
+	__atomic_store_n(&q->used->flags, VRING_USED_F_NO_NOTIFY, __ATOMIC_RELAXED);
+	q->no_notify = true;
+}
+
+/*
+ * Ask for a kick when the guest makes more available, then look once more
+ * (it may have added meanwhile, before it could see the request). true:
+ * there is more.
+ */
+static bool notify_on(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	if (event_idx(vh))
+		__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
+	else if (q->no_notify)
+		__atomic_store_n(&q->used->flags, 0, __ATOMIC_RELAXED);
+	q->no_notify = false;
+	vh_mb();
+	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) != q->last_avail;
+}
+
+/*
+ * The guest wrote the rings and the frames on another CPU: ask for them
+ * ahead (vhost's and DPDK's prefetches). For avail entry @ai (below the
+ * avail index): its descriptor, and the frame's first lines once that is
+ * in. Only a hint: the chain is checked when it is walked.
+ */
+static void prefetch_desc(const struct vh_queue *q, uint16_t ai)
+{
+	uint16_t head = __atomic_load_n(&q->avail->ring[ai % q->num], __ATOMIC_RELAXED);
+
+	if (head < q->num)
+		__builtin_prefetch(&q->desc[head]);
+}
+
+static void prefetch_frame(struct uskb_vhost *vh, const struct vh_queue *q, uint16_t ai)
+{
+	uint16_t head = __atomic_load_n(&q->avail->ring[ai % q->num], __ATOMIC_RELAXED);
+	struct vring_desc d;
+	uint64_t n;
+	const uint8_t *p;
+
+	if (head >= q->num)
+		return;
+	memcpy(&d, (const void *)&q->desc[head], sizeof(d));
+	p = gpa_piece(vh, d.addr, d.len, &n);
+	if (!p)
+		return;
+	/* the virtio-net header and what goes into the skb's head, or an indirect table */
+	__builtin_prefetch(p);
+	if (n > 64)
+		__builtin_prefetch(p + 64);
+	if (n > 128)
+		__builtin_prefetch(p + 128);
+}
+
+bool __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 {
 	struct uskb *skbs[VH_BURST];
 	struct chain c;
+	bool work;
 
 	if (!q->started || q->broken)
-		return;
-	__uskb_vh_retire(vh, q);
+		return false;
+	work = __uskb_vh_retire(vh, q);
 	if (q->nbacklog) {
 		struct uskb *b[VH_BURST];
 		unsigned int n = q->nbacklog;
@@ -512,7 +583,7 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 		memcpy(b, q->backlog, n * sizeof(b[0]));
 		q->nbacklog = 0;
 		if (!send(vh, q, b, n))
-			return;
+			return work; /* (not a reason to look again at once: the device is busy) */
 	}
 	/* at most VH_WEIGHT chains a call (VHOST_NET_PKT_WEIGHT): the socket and the other queue wait meanwhile */
 	for (unsigned int took = 0; took < VH_WEIGHT && !vh_limited(vh, q);) {
@@ -522,18 +593,16 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 		if ((uint16_t)(avail - q->last_avail) > q->num) {
 			__uskb_vh_fail(vh, q, "avail index %u is more than %u ahead of %u", avail, q->num,
 				       q->last_avail);
-			return;
+			return true;
 		}
 		if (avail == q->last_avail) {
-			if (!event_idx(vh))
-				break;
-			/* kick me when there is more, then look once more (the guest may have added meanwhile) */
-			__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
-			vh_mb();
-			if (__atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) == q->last_avail)
+			/* a busy-polling backend looks again soon without being kicked */
+			if (vh->spinning || !notify_on(vh, q))
 				break;
 			continue;
 		}
+		notify_off(vh, q);
+		work = true;
 		while (q->last_avail != avail && n < VH_BURST && q->pend_head - q->pend_tail < q->num &&
 		       !vh_limited(vh, q)) {
 			uint16_t headi = __atomic_load_n(&q->avail->ring[q->last_avail % q->num], __ATOMIC_RELAXED);
@@ -544,6 +613,11 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 				__uskb_vh_fail(vh, q, "head %u beyond a ring of %u", headi, q->num);
 				break;
 			}
+			/* two chains ahead the descriptor, one ahead the frame */
+			if ((uint16_t)(avail - q->last_avail) > 2)
+				prefetch_desc(q, (uint16_t)(q->last_avail + 2));
+			if ((uint16_t)(avail - q->last_avail) > 1)
+				prefetch_frame(vh, q, (uint16_t)(q->last_avail + 1));
 			if (!walk(vh, q, headi, &c, false))
 				break;
 			p->u.desc = headi;
@@ -554,7 +628,7 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 			/* vhost_net_tx_packet: the err rule looks at the last 1024 frames */
 			if (++q->win_packets >= 1024) {
 				q->win_packets = 0;
-				q->win_err = atomic_load_explicit(&q->zcopy_err, memory_order_relaxed);
+				q->win_err = q->st.zcopy_err;
 			}
 			skb = build(vh, q, p, &c);
 			if (skb)
@@ -566,7 +640,7 @@ void __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 		if (q->pend_head - q->pend_tail == q->num)
 			break; /* every chain is out: the device's completions first */
 	}
-	__uskb_vh_retire(vh, q);
+	return __uskb_vh_retire(vh, q) || work;
 }
 
 static void chain_write(const struct chain *c, size_t off, const void *from, size_t len)
@@ -660,12 +734,12 @@ static bool rx_one(struct uskb_vhost *vh, struct vh_queue *q, struct uskb *skb)
 }
 
 /* the lower device's frames into the guest's receive queue (@q even) */
-void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
+bool __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
 {
 	uint16_t old = q->used_idx;
 
 	if (!q->started || q->broken)
-		return;
+		return false;
 	for (;;) {
 		if (!q->rx_skb) {
 			int n = uskb_dev_rx(vh->cfg.dev, 0, &q->rx_skb, 1, 0);
@@ -677,10 +751,7 @@ void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
 		}
 		if (!rx_one(vh, q, q->rx_skb)) {
 			/* no room: ask for a kick when the guest adds buffers, and look once more */
-			if (event_idx(vh))
-				__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
-			vh_mb();
-			if (__atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) == q->last_avail)
+			if (!notify_on(vh, q))
 				break;
 			continue;
 		}
@@ -689,10 +760,11 @@ void __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
 		if (q->broken)
 			break;
 	}
-	if (q->used_idx != old) {
-		__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
-		signal_guest(vh, q, old);
-	}
+	if (q->used_idx == old)
+		return false;
+	__atomic_store_n(&q->used->idx, q->used_idx, __ATOMIC_RELEASE);
+	signal_guest(vh, q, old);
+	return true;
 }
 
 void __uskb_vh_publish(struct uskb_vhost *vh)
@@ -702,8 +774,6 @@ void __uskb_vh_publish(struct uskb_vhost *vh)
 		struct vh_queue *q = &vh->q[i];
 
 		q->st.pending = q->pend_head - q->pend_tail;
-		q->st.completions = atomic_load_explicit(&q->completions, memory_order_relaxed);
-		q->st.zcopy_err = atomic_load_explicit(&q->zcopy_err, memory_order_relaxed);
 		vh->pub[i] = q->st;
 	}
 	pthread_mutex_unlock(&vh->stats_lock);

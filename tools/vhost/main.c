@@ -35,6 +35,8 @@ static const char usage[] =
 	"  -z, --zcopy on|off    send guest buffers in place (default on)\n"
 	"      --copybreak N     frames shorter than N bytes are copied (default 256)\n"
 	"      --max-pend N      at most N zero-copy buffers out per queue (default 128)\n"
+	"      --busy-poll USEC  after work, poll the rings for USEC microseconds before\n"
+	"                        sleeping until kicked (default 0: sleep at once)\n"
 	"  -t, --duration SECS   stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
 	"  -n, --count N         stop once N frames were taken from the guest and are back\n"
 	"      --stats SECS      print the counters every SECS seconds (0: only at the end)\n"
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
 		{ "zcopy", required_argument, NULL, 'z' },   { "copybreak", required_argument, NULL, 'C' },
 		{ "max-pend", required_argument, NULL, 'P' }, { "duration", required_argument, NULL, 't' },
 		{ "stats", required_argument, NULL, 'S' },   { "json", no_argument, NULL, 'j' },
-		{ "count", required_argument, NULL, 'n' },
+		{ "count", required_argument, NULL, 'n' },   { "busy-poll", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },	     { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },	     { 0 }
 	};
@@ -151,6 +153,11 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			cfg.max_pend = (unsigned int)v;
+			break;
+		case 'B':
+			if (!number("--busy-poll", optarg, 1e9, &v))
+				return 2;
+			cfg.busy_poll_us = (unsigned int)v;
 			break;
 		case 't':
 			if (!number("--duration", optarg, 1e7, &duration))
