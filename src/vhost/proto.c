@@ -84,10 +84,15 @@ struct vu_msg {
 
 #define VU_HDR 12u
 
+/*
+ * VIRTIO_F_IN_ORDER: buffers go back in the order they came, which the
+ * order rule (transmit) and the receive path (avail order) keep anyway;
+ * a driver then need not walk its free list (DPDK's in-order paths).
+ */
 static const uint64_t offered = (1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_MRG_RXBUF) |
 				(1ull << VIRTIO_RING_F_EVENT_IDX) |
 				(1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_F_VERSION_1) |
-				(1ull << VU_F_PROTOCOL_FEATURES);
+				(1ull << VIRTIO_F_IN_ORDER) | (1ull << VU_F_PROTOCOL_FEATURES);
 static const uint64_t offered_protocol = 1ull << VU_PROTOCOL_F_REPLY_ACK;
 
 static __thread char new_err[256];
