@@ -88,6 +88,9 @@ near "$pk" $((sent1 + sent)) 2 && [ "$pk" = $((zc + small)) ] ||
 	bad "null: two connections sent $sent1 + $sent, uskb-vhost took $pk: $final"
 near "$zc" "$sent1" 1 && [ "$done" = "$zc" ] && near "$small" "$sent" 1 && [ "$pend" = 0 ] ||
 	bad "null: zcopied $zc completions $done (sent $sent1), small $small (sent $sent), pending $pend"
+# the device's own count, and the backend's CPU time, in the same line
+[ "$(json_num tx_packets "$final")" = "$pk" ] && grep -qE '"cpu": [0-9]+\.[0-9]{3}' <<<"$final" ||
+	bad "null: the device's tx_packets should be the $pk frames taken, and cpu given: $final"
 echo "null: $zc frames of 1000 bytes in place and completed, $small of 64 copied; counters across two connections"
 
 vhost_start -d null --zcopy off
