@@ -10,6 +10,7 @@
 #    counted, not cut short;
 #  - uskb-vhost with tap: below it: what DPDK's virtio-user sends reaches
 #    the kernel (skipped without dpdk-testpmd);
+#  - with csum (TUN_F_CSUM) the kernel's datagrams still all arrive;
 #  - bad specs give one line and a failure exit.
 # Needs root; skips (77) without it or without /dev/net/tun.
 set -u
@@ -61,6 +62,15 @@ rx=$(cat "$tmp/rx.json")
 [ "$(json_num other "$rx")" = 20 ] && [ "$(json_num rx_packets "$rx")" = 20 ] ||
 	bad "tap:ut1 receive: the kernel sent 20 datagrams: $rx"
 echo "tap:ut1: 20 datagrams from the kernel received"
+# with receive checksum offload (TUN_F_CSUM) the kernel may leave their checksums to us: all still come
+in_ns "$pg" --rx tap:ut1,csum --duration 3 --json -q >"$tmp/rx.json" &
+rpid=$!
+sleep 0.7
+in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
+wait $rpid
+rx=$(cat "$tmp/rx.json")
+[ "$(json_num rx_packets "$rx")" = 20 ] || bad "tap:ut1,csum receive: the kernel sent 20 datagrams: $rx"
+echo "tap:ut1,csum: 20 datagrams from the kernel received"
 
 # the MTU raised after the open: a longer frame is dropped and counted, not cut short
 in_ns "$pg" --rx tap:ut1 --duration 2 --json -q >"$tmp/rx2.json" &
@@ -109,7 +119,8 @@ check_open() {
 		bad "$spec: exit $rc: $(cat "$tmp/err")"
 }
 check_open "give an interface name" "tap:"
-check_open "give 1 to" "tap:ut1,queues=99"
+check_open "give queues=1 to" "tap:ut1,queues=99"
+check_open "give queues=1 to" "tap:ut1,csum,queues=x"
 check_open "unknown option" "tap:ut1,speed=9"
 check_open "at most 15 characters" "tap:abcdefghijklmnopqrstuvwxyz"
 

@@ -51,6 +51,13 @@ enum {
 	USKB_DEV_F_ZEROCOPY = 1 << 3,
 	USKB_DEV_F_TX_SKB_SHARING = 1 << 4, /**< an skb may be sent while still shared (IFF_TX_SKB_SHARING) */
 	USKB_DEV_F_MTU = 1 << 5,	 /**< drops frames past mtu + 14 (one VLAN tag: + 4), as a real interface */
+	/**
+	 * Takes TCP GSO skbs (gso_size, gso_type USKB_GSO_TCPV4/TCPV6,
+	 * CHECKSUM_PARTIAL) of up to 64 KiB past the MTU, and has them
+	 * segmented (NETIF_F_TSO | NETIF_F_TSO6: tap:, whose kernel does it);
+	 * for IPv4 with USKB_DEV_F_IP_CSUM, for IPv6 with USKB_DEV_F_IPV6_CSUM.
+	 */
+	USKB_DEV_F_TSO = 1 << 6,
 };
 
 /** Per-skb transmit result (netdev_tx_t / NET_XMIT_*). */

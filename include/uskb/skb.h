@@ -45,6 +45,18 @@ enum {
 	USKB_CHECKSUM_PARTIAL = 3,
 };
 
+/**
+ * skb_shared_info::gso_type (SKB_GSO_*, the kernel's values): what the
+ * segments of a GSO skb (gso_size set) are. Only a device with
+ * USKB_DEV_F_TSO takes one.
+ */
+enum {
+	USKB_GSO_TCPV4 = 1 << 0,
+	USKB_GSO_DODGY = 1 << 1,   /**< from an untrusted source (a guest): check it before segmenting */
+	USKB_GSO_TCP_ECN = 1 << 2, /**< the TCP header has CWR set */
+	USKB_GSO_TCPV6 = 1 << 4,
+};
+
 /** skb_shared_info::flags (SKBFL_*). */
 enum {
 	USKB_SKBFL_ZEROCOPY_ENABLE = 1 << 0,

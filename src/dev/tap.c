@@ -2,16 +2,20 @@
 /*
  * The tap: device: a TUN/TAP interface, the way a VM's traffic usually
  * reaches the host's network.
- *   tap:IFNAME[,queues=N]
+ *   tap:IFNAME[,queues=N][,csum]
  * The interface is made (or, when it exists persistent, attached to) with
  * IFF_TAP | IFF_NO_PI | IFF_VNET_HDR, and IFF_MULTI_QUEUE with N queues:
  * one file descriptor per queue, each sent and received on by one thread.
  * It is brought up; it goes when the device closes unless it was made
  * persistent beforehand (ip tuntap add).
- * Every frame carries a 12-byte virtio-net header. Offloads are off
- * (TUNSETOFFLOAD 0): the kernel hands over whole frames with complete
- * checksums; a CHECKSUM_PARTIAL frame sent is marked NEEDS_CSUM and the
- * kernel completes it. The kernel copies what is written (writev).
+ * Every frame carries a 12-byte virtio-net header. A CHECKSUM_PARTIAL frame
+ * sent is marked NEEDS_CSUM and the kernel completes it; a TCP GSO skb
+ * (USKB_DEV_F_TSO) goes whole with its gso_type and gso_size, and the
+ * kernel segments it. What the kernel hands over comes with complete
+ * checksums (TUNSETOFFLOAD 0), or with csum (TUN_F_CSUM) a checksum it left
+ * to us is CHECKSUM_PARTIAL and one it checked CHECKSUM_UNNECESSARY (what a
+ * guest with GUEST_CSUM takes as is). Never GSO frames: the receive offloads
+ * TSO and UFO stay off. The kernel copies what is written (writev).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,11 +44,11 @@ struct tap_priv {
 	int fd[TAP_MAX_QUEUES];
 };
 
-static int tap_queue(const char *ifname, bool multi, int *fdp)
+static int tap_queue(const char *ifname, bool multi, bool csum, int *fdp)
 {
 	struct ifreq ifr = { 0 };
 	int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC), hdr = HDR_LEN, r;
-	unsigned int off = 0;
+	unsigned int off = csum ? TUN_F_CSUM : 0;
 
 	if (fd < 0)
 		return __uskb_dev_fail(errno, "tap:%s: /dev/net/tun: %s%s", ifname, strerror(errno),
@@ -99,27 +103,36 @@ static int tap_open(struct uskb_dev *dev, const char *arg)
 	const char *comma = arg ? strchr(arg, ',') : NULL;
 	size_t len = comma ? (size_t)(comma - arg) : (arg ? strlen(arg) : 0);
 	unsigned long nq = 1;
+	bool csum = false;
 	struct tap_priv *t;
 	struct ifreq ifr = { 0 };
 	int err;
 
 	if (!len)
-		return __uskb_dev_fail(EINVAL, "tap: give an interface name: tap:IFNAME[,queues=N]");
+		return __uskb_dev_fail(EINVAL, "tap: give an interface name: tap:IFNAME[,queues=N][,csum]");
 	if (len >= IFNAMSIZ)
 		return __uskb_dev_fail(EINVAL, "tap:%.*s: an interface name has at most %d characters", (int)len,
 				       arg, IFNAMSIZ - 1);
 	memcpy(ifname, arg, len);
 	ifname[len] = 0;
-	if (comma) {
+	while (comma) {
+		const char *o = comma + 1, *next = strchr(o, ',');
+		size_t olen = next ? (size_t)(next - o) : strlen(o);
 		char *end;
 
-		if (strncmp(comma + 1, "queues=", 7))
-			return __uskb_dev_fail(EINVAL, "tap:%s: unknown option \"%s\" (queues=N)", ifname, comma + 1);
-		errno = 0;
-		nq = strtoul(comma + 8, &end, 10);
-		if (errno || *end || end == comma + 8 || nq < 1 || nq > TAP_MAX_QUEUES)
-			return __uskb_dev_fail(EINVAL, "tap:%s: queues=%s: give 1 to %d", ifname, comma + 8,
-					       TAP_MAX_QUEUES);
+		if (olen == 4 && !strncmp(o, "csum", 4)) {
+			csum = true;
+		} else if (olen > 7 && !strncmp(o, "queues=", 7)) {
+			errno = 0;
+			nq = strtoul(o + 7, &end, 10);
+			if (errno || end != o + olen || nq < 1 || nq > TAP_MAX_QUEUES)
+				return __uskb_dev_fail(EINVAL, "tap:%s: %.*s: give queues=1 to %d", ifname, (int)olen,
+						       o, TAP_MAX_QUEUES);
+		} else {
+			return __uskb_dev_fail(EINVAL, "tap:%s: unknown option \"%.*s\" (queues=N, csum)", ifname,
+					       (int)olen, o);
+		}
+		comma = next;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -127,7 +140,7 @@ static int tap_open(struct uskb_dev *dev, const char *arg)
 	t->ctl = -1;
 	dev->priv = t;
 	for (; t->nq < nq; t->nq++) {
-		err = tap_queue(ifname, nq > 1, &t->fd[t->nq]);
+		err = tap_queue(ifname, nq > 1, csum, &t->fd[t->nq]);
 		if (err) {
 			tap_close(dev);
 			return err;
@@ -148,10 +161,32 @@ static int tap_open(struct uskb_dev *dev, const char *arg)
 		tap_close(dev);
 		return err;
 	}
-	dev->features = USKB_DEV_F_SG | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM | USKB_DEV_F_MTU;
+	dev->features = USKB_DEV_F_SG | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM | USKB_DEV_F_MTU | USKB_DEV_F_TSO;
 	dev->nqueues = (unsigned int)nq;
 	dev->nrxqueues = (unsigned int)nq;
 	return 0;
+}
+
+/*
+ * A GSO skb's virtio-net header, as virtio_net_hdr_from_skb: NULL when it
+ * is fine, or why the skb cannot go.
+ */
+static const char *gso_hdr(const struct uskb *skb, struct virtio_net_hdr *h)
+{
+	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	unsigned char doff;
+	int start = uskb_checksum_start_offset(skb);
+
+	if (!(sh->gso_type & (USKB_GSO_TCPV4 | USKB_GSO_TCPV6)) || skb->ip_summed != USKB_CHECKSUM_PARTIAL)
+		return "a GSO skb that is not TCP with CHECKSUM_PARTIAL";
+	if (skb->len > 65535 + 18 || uskb_copy_bits(skb, start + 12, &doff, 1))
+		return "a GSO skb longer than 64 KiB, or with no TCP header";
+	h->gso_type = (sh->gso_type & USKB_GSO_TCPV6) ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+	if (sh->gso_type & USKB_GSO_TCP_ECN)
+		h->gso_type |= VIRTIO_NET_HDR_GSO_ECN;
+	h->gso_size = sh->gso_size;
+	h->hdr_len = (uint16_t)(start + (doff >> 4) * 4); /* the headers, which the kernel keeps linear */
+	return NULL;
 }
 
 static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
@@ -167,9 +202,16 @@ static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		int k = 0;
 		ssize_t w;
 
-		if (uskb_unlikely(sh->frag_list || __uskb_dev_too_long(dev->mtu, skb))) {
-			__uskb_dev_drop(dev, queue, skb, &res[i],
-					sh->frag_list ? "a frag_list (linearize first)" : __uskb_dev_too_long_why(skb));
+		const char *why = NULL;
+
+		if (uskb_unlikely(sh->frag_list))
+			why = "a frag_list (linearize first)";
+		else if (sh->gso_size)
+			why = gso_hdr(skb, &h.hdr); /* past the MTU: the kernel segments it */
+		else if (__uskb_dev_too_long(dev->mtu, skb))
+			why = __uskb_dev_too_long_why(skb);
+		if (uskb_unlikely(why)) {
+			__uskb_dev_drop(dev, queue, skb, &res[i], why);
 			continue;
 		}
 		if (skb->ip_summed == USKB_CHECKSUM_PARTIAL) {
@@ -189,11 +231,11 @@ static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			return;
 		}
 		if (w < 0) {
-			char why[96];
+			char msg[96];
 
-			snprintf(why, sizeof(why), "writev: %s%s", strerror(errno),
+			snprintf(msg, sizeof(msg), "writev: %s%s", strerror(errno),
 				 errno == EIO ? " (the interface is down)" : "");
-			__uskb_dev_drop(dev, queue, skb, &res[i], why);
+			__uskb_dev_drop(dev, queue, skb, &res[i], msg);
 			continue;
 		}
 		res[i] = USKB_XMIT_OK;
@@ -250,12 +292,15 @@ static int tap_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 			continue;
 		}
 		uskb_put(skb, (unsigned int)(r - HDR_LEN));
-		if ((h.hdr.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
-		    !uskb_partial_csum_set(skb, h.hdr.csum_start, h.hdr.csum_offset)) {
+		if (h.hdr.gso_type != VIRTIO_NET_HDR_GSO_NONE ||
+		    ((h.hdr.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+		     !uskb_partial_csum_set(skb, h.hdr.csum_start, h.hdr.csum_offset))) {
 			uskb_free(skb);
 			uskb_count_add(&dev->qstats[queue].rx_dropped, 1);
 			continue;
 		}
+		if (h.hdr.flags & VIRTIO_NET_HDR_F_DATA_VALID)
+			skb->ip_summed = USKB_CHECKSUM_UNNECESSARY; /* (csum: the kernel checked it) */
 		__uskb_dev_rx_skb(dev, skb);
 		skbs[n++] = skb;
 	}
