@@ -2,18 +2,23 @@
 # SPDX-License-Identifier: MIT
 # A small Linux guest for the vhost tests: Debian's kernel and a busybox
 # initramfs whose /init loads virtio-net, pings a peer, sends UDP datagrams,
-# prints its counters and powers off (under QEMU's TCG if there is no KVM).
+# serves a file over HTTP, prints its counters and powers off (under QEMU's
+# TCG if there is no KVM).
 #   scripts/guest.sh [DIR]     (default: $USKB_GUEST_DIR or /var/tmp/uskb-guest)
 # Prints DIR on success (DIR/vmlinuz, DIR/initramfs.cpio.gz); kept there, so
 # a second call costs nothing. The packages are only downloaded and unpacked
 # (apt-get download), never installed: the host's /boot stays as it is.
 # Exit 1 with a message when the archive cannot be reached.
 # The guest's kernel command line takes gip= (its address/prefix), gpeer=
-# (the address it pings and sends to), gcount= (pings and datagrams) and
-# gsize= (ping payload).
+# (the address it pings and sends to), gcount= (pings and datagrams),
+# gsize= (ping payload) and gtcp= (0, the default: nothing; else a file of
+# that many KiB of zeros served by busybox httpd as http://GIP/zero, until a
+# connection to the guest's TCP port 5002 says it was fetched, or 60 s).
 set -eu
 dir=${1:-${USKB_GUEST_DIR:-/var/tmp/uskb-guest}}
-if [ -s "$dir/vmlinuz" ] && [ -s "$dir/initramfs.cpio.gz" ]; then
+# the version of /init below: a change rebuilds the initramfs (the packages stay)
+ver=3
+if [ -s "$dir/vmlinuz" ] && [ -s "$dir/initramfs.cpio.gz" ] && [ "$(cat "$dir/init.version" 2>/dev/null)" = $ver ]; then
 	echo "$dir"
 	exit 0
 fi
@@ -50,7 +55,7 @@ cat >"$r/init" <<EOF
 #!/bin/sh
 export PATH=/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-: \${gip:=198.18.3.2/24} \${gpeer:=198.18.3.1} \${gcount:=10} \${gsize:=200}
+: \${gip:=198.18.3.2/24} \${gpeer:=198.18.3.1} \${gcount:=10} \${gsize:=200} \${gtcp:=0}
 for m in $mods; do insmod /lib/modules/\$m.ko || echo "GUEST: insmod \$m failed"; done
 i=0; while [ ! -e /sys/class/net/eth0 ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i+1)); done
 [ -e /sys/class/net/eth0 ] || { echo "GUEST: no eth0"; poweroff -f; }
@@ -60,6 +65,14 @@ ping -c \$gcount -s \$gsize -i 0.1 -W 3 \$gpeer | sed 's/^/GUEST: /'
 syslogd -n -R \$gpeer:5514 & sl=\$!; sleep 0.3
 n=0; while [ \$n -lt \$gcount ]; do logger -t uskb "datagram \$n"; n=\$((n+1)); done
 sleep 1; kill \$sl
+# TCP: a file over HTTP (large writes: with TSO, frames of up to 64 KiB), until the peer says it has it
+if [ \$gtcp -gt 0 ]; then
+	mkdir -p /www; dd if=/dev/zero of=/www/zero bs=1024 count=\$gtcp 2>/dev/null
+	httpd -p 80 -h /www
+	echo "GUEST: httpd up"
+	timeout 60 nc -l -p 5002 >/dev/null 2>&1
+	echo "GUEST: tcp done"
+fi
 set -- \$(grep eth0: /proc/net/dev | tr ':' ' ')
 echo "GUEST-RESULT rx_packets=\$3 tx_packets=\${11}"
 poweroff -f
@@ -68,5 +81,6 @@ chmod +x "$r/init"
 cp "$dir/kpkg/boot/vmlinuz-$kv" "$dir/vmlinuz"
 (cd "$r" && find . | "$dir/bbpkg/bin/busybox" cpio -o -H newc 2>/dev/null | gzip -9) >"$dir/initramfs.cpio.gz.new"
 mv "$dir/initramfs.cpio.gz.new" "$dir/initramfs.cpio.gz"
+echo $ver >"$dir/init.version"
 rm -rf "$dir/kpkg" "$dir/bbpkg"
 echo "$dir"

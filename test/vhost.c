@@ -518,6 +518,100 @@ static void csum_offload(struct guest *g)
 	printf("csum: a NEEDS_CSUM frame to a device without checksum offload leaves complete\n");
 }
 
+/* the features the backend offers now (GET_FEATURES on a connection of its own) */
+static uint64_t offered_now(struct guest *g)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t f;
+
+	g->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	strcpy(sa.sun_path, sock_path);
+	CHECK(connect(g->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	send_msg(g, 1, 0, NULL, 0, NULL, 0);
+	f = reply_u64(g);
+	close(g->fd);
+	return f;
+}
+
+/* one chain: a TCP/IPv4 frame of @payload bytes with the virtio-net header @h */
+static void post_tcp(struct guest *g, const struct virtio_net_hdr *h, unsigned int payload, unsigned int seq)
+{
+	uint8_t *buf = g->mem + BUF_OFF + (size_t)(g->avail_idx % NUM) * 2 * BUF_SZ, *f = buf + 12;
+	unsigned int len = 14 + 20 + 20 + payload;
+	uint16_t head = g->next_head;
+
+	memset(buf, 0, 12);
+	memcpy(buf, h, sizeof(*h));
+	frame_bytes(f, len, seq);
+	f[12] = 0x08, f[13] = 0x00;
+	memcpy(f + 14, "\x45\x00\x00\x00\x00\x00\x40\x00\x40\x06\x00\x00\xc6\x12\x00\x01\xc6\x12\x00\x02", 20);
+	f[46] = 0x50; /* a 20-byte TCP header */
+	g->desc[head] = (struct vring_desc){ (uint64_t)(buf - g->mem), 12 + len, 0, 0 };
+	g->next_head = (uint16_t)(head + 1);
+	g->avail->ring[g->avail_idx % NUM] = head;
+	__atomic_store_n(&g->avail->idx, ++g->avail_idx, __ATOMIC_RELEASE);
+}
+
+/* HOST_TSO4/6: offered when the device segments (USKB_DEV_F_TSO); a GSO frame keeps its gso fields */
+static void tso(struct guest *g)
+{
+	struct virtio_net_hdr h = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .gso_type = VIRTIO_NET_HDR_GSO_TCPV4,
+				    .hdr_len = 54, .gso_size = 1000, .csum_start = 34, .csum_offset = 16 };
+	uint64_t tso_bits = (1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_HOST_TSO6);
+	uint64_t d0;
+
+	/* a device that does not segment: not offered, and a GSO frame is dropped */
+	CHECK(!(offered_now(g) & tso_bits));
+	CHECK(offered_now(g) & (1ull << VIRTIO_NET_F_GUEST_CSUM));
+	extra_feats = 1ull << VIRTIO_NET_F_CSUM;
+	CHECK(guest_up(g, false));
+	d0 = stats().dropped;
+	post_tcp(g, &h, 3000, 1);
+	kick(g);
+	CHECK(WAIT_FOR(used_idx(g) == 1));
+	CHECK_EQ(stats().dropped - d0, 1);
+	CHECK_EQ(held(), 0);
+	guest_down(g);
+
+	/* one that does */
+	hold_dev.features |= USKB_DEV_F_TSO | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM;
+	CHECK((offered_now(g) & tso_bits) == tso_bits);
+	extra_feats = (1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_HOST_TSO4);
+	CHECK(guest_up(g, false));
+	post_tcp(g, &h, 3000, 2);
+	/* TSO6 and ECN were not negotiated: those frames are dropped */
+	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
+	post_tcp(g, &h, 3000, 3);
+	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN;
+	post_tcp(g, &h, 3000, 4);
+	/* and GSO without a checksum to finish is no GSO frame */
+	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	h.flags = 0;
+	post_tcp(g, &h, 3000, 5);
+	d0 = stats().dropped;
+	kick(g);
+	CHECK(WAIT_FOR(held() == 1));
+	CHECK(WAIT_FOR(stats().dropped - d0 == 3));
+	pthread_mutex_lock(&hold.lock);
+	if (hold.n == 1) {
+		struct uskb *skb = hold.held[0];
+
+		CHECK_EQ(skb->len, 14 + 20 + 20 + 3000);
+		CHECK_EQ(uskb_shinfo(skb)->gso_size, 1000);
+		CHECK_EQ(uskb_shinfo(skb)->gso_type, USKB_GSO_TCPV4 | USKB_GSO_DODGY);
+		CHECK_EQ(skb->ip_summed, USKB_CHECKSUM_PARTIAL);
+		CHECK_EQ(uskb_checksum_start_offset(skb), 34);
+	}
+	pthread_mutex_unlock(&hold.lock);
+	release(NULL);
+	CHECK(WAIT_FOR(used_idx(g) == 4));
+	guest_down(g);
+	hold_dev.features &= ~(uint32_t)(USKB_DEV_F_TSO | USKB_DEV_F_IP_CSUM | USKB_DEV_F_IPV6_CSUM);
+	extra_feats = 0;
+	printf("tso: offered only over a device that segments; a TCPv4 GSO frame keeps gso_size and type, "
+	       "others not negotiated are dropped\n");
+}
+
 /* ---- the guest's receive ---- */
 
 /* ring 0 with @n write-only buffers of RX_BUF_SZ bytes */
@@ -608,6 +702,49 @@ static void guest_rx(struct guest *g)
 	CHECK(!memcmp(g->mem + RX_BUF_OFF + used->ring[1].id * RX_BUF_SZ + 12, want, 600));
 	guest_down(g);
 	printf("guest rx: without MRG_RXBUF one buffer a frame, a frame too big dropped\n");
+
+	/* checksums the device left to do (CHECKSUM_PARTIAL) or checked (UNNECESSARY) */
+	for (int gc = 1; gc >= 0; gc--) {
+		struct virtio_net_hdr_mrg_rxbuf h;
+		struct uskb *skb;
+		uint16_t u0;
+
+		extra_feats = (1ull << VIRTIO_NET_F_MRG_RXBUF) | (gc ? 1ull << VIRTIO_NET_F_GUEST_CSUM : 0);
+		CHECK(guest_up(g, true));
+		rx_up(g, 4);
+		u0 = 0;
+		for (int k = 0; k < 2; k++) {
+			skb = uskb_alloc(600);
+			frame_bytes(uskb_put(skb, 600), 600, 20 + (unsigned int)k);
+			skb->data[40] = skb->data[41] = 0;
+			if (k == 0)
+				CHECK(uskb_partial_csum_set(skb, 34, 6));
+			else
+				skb->ip_summed = USKB_CHECKSUM_UNNECESSARY;
+			pthread_mutex_lock(&rxq.lock);
+			rxq.q[rxq.n++] = skb;
+			pthread_mutex_unlock(&rxq.lock);
+		}
+		CHECK(WAIT_FOR(__atomic_load_n(&used->idx, __ATOMIC_ACQUIRE) == (uint16_t)(u0 + 2)));
+		memcpy(&h, g->mem + RX_BUF_OFF + used->ring[0].id * RX_BUF_SZ, 12);
+		memcpy(got, g->mem + RX_BUF_OFF + used->ring[0].id * RX_BUF_SZ + 12, 600);
+		if (gc) {
+			/* GUEST_CSUM: passed on as it is, the sum not done */
+			CHECK_EQ(h.hdr.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+			CHECK_EQ(h.hdr.csum_start, 34);
+			CHECK_EQ(h.hdr.csum_offset, 6);
+			CHECK(got[40] == 0 && got[41] == 0);
+		} else {
+			/* without: completed here (the sum from csum_start to the end comes to 0xffff) */
+			CHECK_EQ(h.hdr.flags, 0);
+			CHECK_EQ(fold(sum16(got + 34, 600 - 34, 0)), 0xffff);
+		}
+		memcpy(&h, g->mem + RX_BUF_OFF + used->ring[1].id * RX_BUF_SZ, 12);
+		CHECK_EQ(h.hdr.flags, gc ? VIRTIO_NET_HDR_F_DATA_VALID : 0);
+		guest_down(g);
+	}
+	extra_feats = 0;
+	printf("guest rx: GUEST_CSUM passes NEEDS_CSUM and DATA_VALID on; without it the sum is done\n");
 }
 
 /* ---- a hostile guest ---- */
@@ -860,6 +997,7 @@ int main(void)
 
 	order_rule(&g);
 	csum_offload(&g);
+	tso(&g);
 	guest_rx(&g);
 	hostile(&g);
 	busy_poll(&g);

@@ -89,10 +89,28 @@ struct vu_msg {
  * order rule (transmit) and the receive path (avail order) keep anyway;
  * a driver then need not walk its free list (DPDK's in-order paths).
  */
-static const uint64_t offered = (1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_MRG_RXBUF) |
-				(1ull << VIRTIO_RING_F_EVENT_IDX) |
-				(1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_F_VERSION_1) |
-				(1ull << VIRTIO_F_IN_ORDER) | (1ull << VU_F_PROTOCOL_FEATURES);
+static const uint64_t offered_always = (1ull << VIRTIO_NET_F_CSUM) | (1ull << VIRTIO_NET_F_GUEST_CSUM) |
+				       (1ull << VIRTIO_NET_F_MRG_RXBUF) | (1ull << VIRTIO_RING_F_EVENT_IDX) |
+				       (1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << VIRTIO_F_VERSION_1) |
+				       (1ull << VIRTIO_F_IN_ORDER) | (1ull << VU_F_PROTOCOL_FEATURES);
+
+/*
+ * and TSO when the device takes TCP GSO frames (it segments them: tap:)
+ * and finishes their checksums, as a netdev's TSO needs its CSUM
+ */
+static uint64_t offered(const struct uskb_vhost *vh)
+{
+	uint32_t df = vh->cfg.dev->features;
+	uint64_t f = offered_always;
+
+	if ((df & USKB_DEV_F_TSO) && (df & USKB_DEV_F_IP_CSUM))
+		f |= 1ull << VIRTIO_NET_F_HOST_TSO4;
+	if ((df & USKB_DEV_F_TSO) && (df & USKB_DEV_F_IPV6_CSUM))
+		f |= 1ull << VIRTIO_NET_F_HOST_TSO6;
+	if (f & ((1ull << VIRTIO_NET_F_HOST_TSO4) | (1ull << VIRTIO_NET_F_HOST_TSO6)))
+		f |= 1ull << VIRTIO_NET_F_HOST_ECN;
+	return f;
+}
 static const uint64_t offered_protocol = 1ull << VU_PROTOCOL_F_REPLY_ACK;
 
 static __thread char new_err[256];
@@ -256,10 +274,10 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 
 	switch (m->request) {
 	case VU_GET_FEATURES:
-		u = offered;
+		u = offered(vh);
 		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_FEATURES:
-		if (m->size < 8 || (m->p.u64 & ~offered))
+		if (m->size < 8 || (m->p.u64 & ~offered(vh)))
 			return -EINVAL;
 		vh->features = m->p.u64;
 		vh->hdr_len = vh->features & ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_NET_F_MRG_RXBUF)) ?

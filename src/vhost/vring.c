@@ -404,11 +404,35 @@ static void attach(struct uskb *skb, struct vh_pend *p, const struct chain *c, s
 	sh->nr_frags = (uint8_t)k;
 }
 
-/* the virtio-net header's checksum request; false: a frame to drop */
+static bool has(const struct uskb_vhost *vh, unsigned int feature)
+{
+	return vh->features & (1ull << feature);
+}
+
+/*
+ * The virtio-net header's checksum request and GSO (virtio_net_hdr_to_skb);
+ * false: a frame to drop. A GSO frame (HOST_TSO4/6, offered only when the
+ * device segments: USKB_DEV_F_TSO) must ask for its checksum, and is
+ * marked DODGY: the device checks its headers before it segments.
+ */
 static bool apply_hdr(struct uskb_vhost *vh, struct uskb *skb, const struct virtio_net_hdr *h)
 {
-	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE)
-		return false; /* HOST_TSO is not offered */
+	uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+
+	if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		struct uskb_shared_info *sh = uskb_shinfo(skb);
+
+		if (!(h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) || !h->gso_size ||
+		    !(vh->cfg.dev->features & USKB_DEV_F_TSO) ||
+		    !((type == VIRTIO_NET_HDR_GSO_TCPV4 && has(vh, VIRTIO_NET_F_HOST_TSO4)) ||
+		      (type == VIRTIO_NET_HDR_GSO_TCPV6 && has(vh, VIRTIO_NET_F_HOST_TSO6))) ||
+		    ((h->gso_type & VIRTIO_NET_HDR_GSO_ECN) && !has(vh, VIRTIO_NET_F_HOST_ECN)))
+			return false; /* not negotiated, or not a GSO frame the device can take */
+		sh->gso_size = h->gso_size;
+		sh->gso_type = (type == VIRTIO_NET_HDR_GSO_TCPV4 ? USKB_GSO_TCPV4 : USKB_GSO_TCPV6) | USKB_GSO_DODGY |
+			       ((h->gso_type & VIRTIO_NET_HDR_GSO_ECN) ? USKB_GSO_TCP_ECN : 0);
+		sh->gso_segs = 0; /* the device works them out */
+	}
 	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
 		if (!uskb_partial_csum_set(skb, h->csum_start, h->csum_offset))
 			return false;
@@ -685,9 +709,16 @@ static bool rx_one(struct uskb_vhost *vh, struct vh_queue *q, struct uskb *skb)
 		__uskb_vh_fail(vh, q, "avail index %u is more than %u ahead of %u", avail, q->num, q->last_avail);
 		return true;
 	}
-	if (skb->ip_summed == USKB_CHECKSUM_PARTIAL && uskb_checksum_help(skb)) {
+	/* GUEST_CSUM: a checksum left to do goes to the guest as is (NEEDS_CSUM), a checked one says so */
+	if (skb->ip_summed == USKB_CHECKSUM_PARTIAL && has(vh, VIRTIO_NET_F_GUEST_CSUM)) {
+		h.hdr.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		h.hdr.csum_start = (uint16_t)uskb_checksum_start_offset(skb);
+		h.hdr.csum_offset = skb->csum_offset;
+	} else if (skb->ip_summed == USKB_CHECKSUM_PARTIAL && uskb_checksum_help(skb)) {
 		q->st.dropped++;
 		return true;
+	} else if (skb->ip_summed == USKB_CHECKSUM_UNNECESSARY && has(vh, VIRTIO_NET_F_GUEST_CSUM)) {
+		h.hdr.flags = VIRTIO_NET_HDR_F_DATA_VALID;
 	}
 	/* the chains first: nothing is written until the frame fits */
 	while (done < total) {

@@ -26,7 +26,7 @@ static const char usage[] =
 	"Usage: uskb-vhost --socket PATH --dev DEVICE [options]\n"
 	"A vhost-user net backend: a frontend (QEMU, DPDK's virtio-user) connects to\n"
 	"PATH; what the guest sends goes to DEVICE (any uskb device: null, pcap:FILE,\n"
-	"packet:IF, xdp:IF, udp:..., tcp:..., unix:...) without a copy when the device\n"
+	"packet:IF, xdp:IF, tap:IF, udp:..., tcp:..., unix:...) without a copy when the device\n"
 	"sends in place (USKB_DEV_F_ZEROCOPY), each buffer going back to the guest, in\n"
 	"order, once the device is done with it. What DEVICE receives is copied into the\n"
 	"guest's receive buffers.\n"
