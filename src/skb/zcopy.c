@@ -28,17 +28,8 @@ void __uskb_ubuf_put(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
 	if (!success)
 		/* relaxed: the acq_rel decrement below publishes it to the last holder */
 		atomic_store_explicit(&uarg->copied, true, memory_order_relaxed);
-	/*
-	 * The sole holder (skb_unref's shortcut): no one else can take a
-	 * reference, so no read-modify-write. The acquire pairs with the
-	 * other holders' release decrements, as the acq_rel one below does:
-	 * the completion comes after every holder is done with the data.
-	 */
-	old = atomic_load_explicit(&uarg->refcnt, memory_order_acquire);
-	if (uskb_likely(old == 1))
-		atomic_store_explicit(&uarg->refcnt, 0, memory_order_relaxed);
-	else
-		old = atomic_fetch_sub_explicit(&uarg->refcnt, 1, memory_order_acq_rel);
+	/* acq_rel: the completion must come after every holder is done with the data */
+	old = atomic_fetch_sub_explicit(&uarg->refcnt, 1, memory_order_acq_rel);
 	if (uskb_likely(old > 1))
 		return;
 	if (uskb_unlikely(old < 1))
