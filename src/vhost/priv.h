@@ -74,6 +74,7 @@ struct uskb_vhost {
 	atomic_bool connected;	/* cfd open and guest memory mapped (for other threads) */
 	bool spinning;		/* busy polling: the rings are looked at again without a kick */
 	uint64_t spin_until;	/* ... until then (CLOCK_MONOTONIC ns) */
+	unsigned int spins;	/* rounds spun: the socket is looked at every 64 (across calls) */
 	bool abandoned;		/* chains never came back: guest memory stays mapped, vh is not freed */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;

@@ -610,7 +610,6 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms >= 0 ? uskb_mono_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 	uint64_t busy_ns = (uint64_t)vh->cfg.busy_poll_us * 1000;
-	unsigned int spins = 0;
 	bool again = true; /* the last round moved something: there may be more (it stops at VH_WEIGHT) */
 
 	for (;;) {
@@ -621,7 +620,7 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 			return 0;
 		vh->spinning = now < vh->spin_until;
 		/* spinning, the socket and the stop are looked at every 64 rounds, without a wait */
-		if (!vh->spinning || !(++spins % 64)) {
+		if (!vh->spinning || !(++vh->spins % 64)) {
 			int wait = 100, r;
 
 			for (unsigned int i = 0; i < VH_MAX_QUEUES; i++) {
@@ -658,7 +657,7 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 				uskb_dev_flush(vh->cfg.dev, 0);
 			work |= __uskb_vh_tx(vh, q);
 		}
-		if (work || !vh->spinning || !(spins % 64))
+		if (work || !vh->spinning || !(vh->spins % 64))
 			__uskb_vh_publish(vh);
 		again = work;
 		if (work && busy_ns)

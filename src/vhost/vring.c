@@ -541,19 +541,19 @@ static void notify_off(struct uskb_vhost *vh, struct vh_queue *q)
 }
 
 /*
- * Ask for a kick when the guest makes more available, then look once more
- * (it may have added meanwhile, before it could see the request). true:
- * there is more.
+ * Ask for a kick when the guest makes more available than the @seen avail
+ * index, then look once more (it may have added meanwhile, before it could
+ * see the request). true: there is more.
  */
-static bool notify_on(struct uskb_vhost *vh, struct vh_queue *q)
+static bool notify_on(struct uskb_vhost *vh, struct vh_queue *q, uint16_t seen)
 {
 	if (event_idx(vh))
-		__atomic_store_n((uint16_t *)&q->used->ring[q->num], q->last_avail, __ATOMIC_RELAXED);
+		__atomic_store_n((uint16_t *)&q->used->ring[q->num], seen, __ATOMIC_RELAXED);
 	else if (q->no_notify)
 		__atomic_store_n(&q->used->flags, 0, __ATOMIC_RELAXED);
 	q->no_notify = false;
 	vh_mb();
-	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) != q->last_avail;
+	return __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE) != seen;
 }
 
 /*
@@ -621,12 +621,11 @@ bool __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 		}
 		if (avail == q->last_avail) {
 			/* a busy-polling backend looks again soon without being kicked */
-			if (vh->spinning || !notify_on(vh, q))
+			if (vh->spinning || !notify_on(vh, q, q->last_avail))
 				break;
 			continue;
 		}
 		notify_off(vh, q);
-		work = true;
 		while (q->last_avail != avail && n < VH_BURST && q->pend_head - q->pend_tail < q->num &&
 		       !vh_limited(vh, q)) {
 			uint16_t headi = __atomic_load_n(&q->avail->ring[q->last_avail % q->num], __ATOMIC_RELAXED);
@@ -649,6 +648,7 @@ bool __uskb_vh_tx(struct uskb_vhost *vh, struct vh_queue *q)
 			q->last_avail++;
 			q->st.packets++;
 			took++;
+			work = true;
 			/* vhost_net_tx_packet: the err rule looks at the last 1024 frames */
 			if (++q->win_packets >= 1024) {
 				q->win_packets = 0;
@@ -771,7 +771,10 @@ bool __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
 
 	if (!q->started || q->broken)
 		return false;
-	for (;;) {
+	/* at most VH_WEIGHT frames a call (vhost_exceeds_weight): the socket and transmit wait meanwhile */
+	for (unsigned int took = 0; took < VH_WEIGHT;) {
+		uint16_t seen = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE);
+
 		if (!q->rx_skb) {
 			int n = uskb_dev_rx(vh->cfg.dev, 0, &q->rx_skb, 1, 0);
 
@@ -781,13 +784,18 @@ bool __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q)
 			}
 		}
 		if (!rx_one(vh, q, q->rx_skb)) {
-			/* no room: ask for a kick when the guest adds buffers, and look once more */
-			if (!notify_on(vh, q))
+			/*
+			 * Too few buffers (maybe some, not enough for this frame):
+			 * ask for a kick when the guest adds to what was seen, and
+			 * try again only if it has.
+			 */
+			if (!notify_on(vh, q, seen))
 				break;
 			continue;
 		}
 		uskb_free(q->rx_skb);
 		q->rx_skb = NULL;
+		took++;
 		if (q->broken)
 			break;
 	}
