@@ -17,21 +17,21 @@
 set -eu
 dir=${1:-${USKB_GUEST_DIR:-/var/tmp/uskb-guest}}
 # the version of /init below: a change rebuilds the initramfs (the packages stay)
-ver=3
+ver=4
 if [ -s "$dir/vmlinuz" ] && [ -s "$dir/initramfs.cpio.gz" ] && [ "$(cat "$dir/init.version" 2>/dev/null)" = $ver ]; then
 	echo "$dir"
 	exit 0
 fi
 mkdir -p "$dir/debs"
 cd "$dir/debs"
-# the kernel package linux-image-amd64 depends on (its name has the version)
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
-if [ -z "$kpkg" ]; then
-	apt-get update -qq >/dev/null 2>&1 || true
-	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
-fi
-[ -n "$kpkg" ] || { echo "guest.sh: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
 if ! ls linux-image-*.deb >/dev/null 2>&1 || ! ls busybox-static_*.deb >/dev/null 2>&1; then
+	# the kernel package linux-image-amd64 depends on (its name has the version)
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+	if [ -z "$kpkg" ]; then
+		apt-get update -qq >/dev/null 2>&1 || true
+		kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: \(linux-image-[0-9].*\)/\1/p' | head -1)
+	fi
+	[ -n "$kpkg" ] || { echo "guest.sh: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
 	apt-get download "$kpkg" busybox-static >/dev/null 2>&1 ||
 		{ echo "guest.sh: apt-get download $kpkg busybox-static failed" >&2; exit 1; }
 fi
@@ -74,7 +74,8 @@ if [ \$gtcp -gt 0 ]; then
 	echo "GUEST: tcp done"
 fi
 set -- \$(grep eth0: /proc/net/dev | tr ':' ' ')
-echo "GUEST-RESULT rx_packets=\$3 tx_packets=\${11}"
+# the virtio feature bits the driver took (one character a bit, from bit 0)
+echo "GUEST-RESULT rx_packets=\$3 tx_packets=\${11} features=\$(cat /sys/class/net/eth0/device/features)"
 poweroff -f
 EOF
 chmod +x "$r/init"
