@@ -141,9 +141,14 @@ bool __uskb_dev_send_gone(struct uskb_dev *dev, int fd, struct uskb_dev_link *l,
 {
 	if (err != ENXIO && err != ENODEV && err != ENETDOWN)
 		return false;
-	/* the interface's own state is the better reason; the call's error otherwise */
+	/*
+	 * The interface's own state is the better reason. An interface being
+	 * deleted can still read as there and up; the call's error says it
+	 * is going, in the same words.
+	 */
 	if (__uskb_dev_link_check(dev, fd, l, USKB_LINK_NOW) == 0)
-		__uskb_dev_set_down(dev, err, "%s: %s: %s", dev->name, what, strerror(err));
+		__uskb_dev_set_down(dev, err, "%s: the interface %s (%s: %s)", dev->name,
+				    err == ENETDOWN ? "went down" : "was deleted or went down", what, strerror(err));
 	return true;
 }
 
