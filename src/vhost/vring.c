@@ -85,9 +85,15 @@ void *__uskb_vh_uva(struct uskb_vhost *vh, uint64_t uva, uint64_t len)
 	return NULL;
 }
 
+/* the frontend negotiated @feature */
+static bool has(const struct uskb_vhost *vh, unsigned int feature)
+{
+	return vh->features & (1ull << feature);
+}
+
 static bool event_idx(const struct uskb_vhost *vh)
 {
-	return vh->features & (1ull << VIRTIO_RING_F_EVENT_IDX);
+	return has(vh, VIRTIO_RING_F_EVENT_IDX);
 }
 
 int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
@@ -294,7 +300,7 @@ static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struc
 		/* once: the guest may change it meanwhile */
 		memcpy(&d, (const void *)&tab[i], sizeof(d));
 		if (d.flags & VRING_DESC_F_INDIRECT) {
-			if (indirect || !(vh->features & (1ull << VIRTIO_RING_F_INDIRECT_DESC))) {
+			if (indirect || !has(vh, VIRTIO_RING_F_INDIRECT_DESC)) {
 				__uskb_vh_fail(vh, q, indirect ? "an indirect table inside an indirect table" :
 								 "an indirect descriptor, not negotiated");
 				return false;
@@ -402,11 +408,6 @@ static void attach(struct uskb *skb, struct vh_pend *p, const struct chain *c, s
 		k++;
 	}
 	sh->nr_frags = (uint8_t)k;
-}
-
-static bool has(const struct uskb_vhost *vh, unsigned int feature)
-{
-	return vh->features & (1ull << feature);
 }
 
 /*
@@ -698,7 +699,7 @@ static bool skb_to_chain(const struct uskb *skb, unsigned int off, const struct 
  */
 static bool rx_one(struct uskb_vhost *vh, struct vh_queue *q, struct uskb *skb)
 {
-	bool mrg = vh->features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
+	bool mrg = has(vh, VIRTIO_NET_F_MRG_RXBUF);
 	struct virtio_net_hdr_mrg_rxbuf h = { 0 };
 	size_t total = vh->hdr_len + skb->len, done = 0;
 	uint16_t avail = __atomic_load_n(&q->avail->idx, __ATOMIC_ACQUIRE), first_used = q->used_idx;
