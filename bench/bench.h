@@ -3,6 +3,8 @@
 #ifndef USKB_BENCH_H
 #define USKB_BENCH_H
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,21 @@ static inline int bench_smoke(void)
 		smoke = e && *e && strcmp(e, "0") != 0;
 	}
 	return smoke;
+}
+
+/*
+ * Pin the calling thread to @cpu, as DPDK's EAL pins its lcores
+ * (bench_dpdk: main lcore on CPU 0, the worker on CPU 1): on a VM the two
+ * vCPUs can differ in speed by 1.5x, so the uskb and DPDK rows must run
+ * on the same one. Quietly skipped where the CPU does not exist.
+ */
+static inline void bench_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 /* the operations a row runs: @n, or a hundredth of it in smoke mode */

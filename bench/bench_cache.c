@@ -9,6 +9,9 @@
  *  3. same-thread free into the local cache vs the direct path (cache off)
  * Prints "name value" lines (ns/op, or mops for Mops/s); bench/run tables them.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
+#endif
 #include <pthread.h>
 #include <uskb/uskb.h>
 #include "bench.h"
@@ -46,6 +49,7 @@ static void *pc_consumer(void *arg)
 	long got = 0;
 
 	(void)arg;
+	bench_pin(1); /* bench_dpdk's worker lcore */
 	while (got < pc_total) {
 		unsigned int n = spsc_pop(&ring, v, BURST), i;
 
@@ -121,6 +125,8 @@ int main(void)
 	const long n = bench_n(2000000L);
 	long i;
 	int j;
+
+	bench_pin(0); /* the CPU of bench_dpdk's main lcore */
 
 	pc_total = bench_n(4000000L);
 

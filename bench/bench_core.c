@@ -3,6 +3,9 @@
  * Core benchmarks of libuskb with in-process baselines (malloc, byte-wise
  * checksum). Prints "name ns_per_op" lines; bench/run makes the table.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
+#endif
 #include <uskb/uskb.h>
 #include "bench.h"
 
@@ -31,6 +34,8 @@ int main(void)
 	const long n = bench_n(1000000L);
 	long i;
 	int j;
+
+	bench_pin(0); /* the CPU of bench_dpdk's main lcore */
 
 	memset(buf, 0x5a, sizeof(buf));
 	BENCH("alloc_free.malloc", n, for (i = 0; i < n; i++) {

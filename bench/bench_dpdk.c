@@ -6,6 +6,9 @@
  * producer/consumer with the consumer on lcore 1 freeing into the mempool
  * (through the same SPSC ring the uskb benchmark uses).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
+#endif
 #include <rte_eal.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>

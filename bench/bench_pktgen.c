@@ -7,6 +7,9 @@
  * uskb_pktgen_build() exactly as the engine does (timestamp, seq, ip id)
  * and transmit through uskb_dev_xmit(). Prints "key ns_per_packet".
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
+#endif
 #include <arpa/inet.h>
 #include <uskb/uskb.h>
 #include <uskb/dev.h>

@@ -4,6 +4,9 @@
  * completion included) vs copying it into pages; skb_zerocopy of a
  * 1200-byte one-frag packet vs copying it. Prints "name ns_per_op".
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
+#endif
 #include <sys/uio.h>
 #include <uskb/uskb.h>
 #include "bench.h"
@@ -60,6 +63,8 @@ int main(void)
 	char name[64];
 	unsigned int k;
 	long i, n;
+
+	bench_pin(0); /* the CPU of bench_dpdk's main lcore */
 
 	memset(ubuf_mem, 0x3c, sizeof(ubuf_mem));
 	uskb_zerocopy_set_min_len(0); /* measure attaching at every size */
