@@ -35,26 +35,56 @@ static inline __attribute__((always_inline)) void zero_prefix(void *p, size_t n)
 _Static_assert(offsetof(struct uskb, tail) % 8 == 0, "zero_prefix works in 8s");
 _Static_assert(offsetof(struct uskb_shared_info, dataref) % 8 == 0, "zero_prefix works in 8s");
 
-static void init_shinfo(struct uskb_shared_info *shinfo)
+/* 8-byte stores over fields of different types (the layout is asserted) */
+typedef uint64_t uskb_u64a __attribute__((may_alias, aligned(8)));
+
+#define OFF(f) offsetof(struct uskb, f)
+/* the words build_around() writes whole */
+_Static_assert(OFF(tail) == 144 && OFF(end) == 148 && OFF(head) == 152 && OFF(data) == 160 &&
+		       OFF(truesize) == 168 && OFF(users) == 172 && OFF(alloc_cpu) == 112,
+	       "build_around's word layout");
+_Static_assert(OFF(transport_header) == 138 && OFF(network_header) == 140 &&
+		       OFF(mac_header) == 142 && OFF(tail) % 16 == 0,
+	       "build_around's header word");
+_Static_assert(offsetof(struct uskb_shared_info, dataref) == 32 &&
+		       offsetof(struct uskb_shared_info, xdp_frags_size) == 36 &&
+		       offsetof(struct uskb_shared_info, destructor_arg) == 40,
+	       "init_shinfo's last 16 bytes");
+#undef OFF
+
+/*
+ * The shared info's first line: the prefix zeroed, dataref 1, no
+ * xdp_frags_size, no destructor_arg (the last 16 bytes in one store).
+ */
+static inline __attribute__((always_inline)) void init_shinfo(struct uskb_shared_info *shinfo)
 {
+	const uskb_v16 rest = { 1, 0 }; /* little-endian: dataref = 1 */
+
 	zero_prefix(shinfo, offsetof(struct uskb_shared_info, dataref));
-	atomic_init(&shinfo->dataref, 1);
-	shinfo->xdp_frags_size = 0;
-	shinfo->destructor_arg = NULL;
+	*(uskb_v16 *)&shinfo->dataref = rest;
 }
 
-/* __build_skb_around(): set up a zeroed shell around head @data. */
+/*
+ * __build_skb_around(): set up a zeroed shell around head @data. The
+ * prefix is written in 16-byte stores, the last one already holding the
+ * unset mac and transport headers; the allocator's words after it in 8-byte
+ * stores.
+ */
 static inline __attribute__((always_inline)) void
 build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
 	     bool head_frag, unsigned int __kbuf_class)
 {
-	zero_prefix(skb, offsetof(struct uskb, tail));
-	skb->truesize = USKB_TRUESIZE(size);
-	atomic_init(&skb->users, 1);
-	skb->head = data;
-	skb->data = data;
-	skb->tail = 0;
-	skb->end = size;
+	/* bytes 136..143: transport (138) and mac (142) headers USKB_HEADER_UNSET */
+	const uskb_v16 hdrs = { 0, (uint64_t)USKB_HEADER_UNSET << 16 |
+					   (uint64_t)USKB_HEADER_UNSET << 48 };
+	uskb_u64a *w = (uskb_u64a *)skb;
+
+	zero_prefix(skb, offsetof(struct uskb, tail) - 16);
+	((uskb_v16 *)skb)[8] = hdrs;
+	w[144 / 8] = (uint64_t)size << 32; /* tail 0, end */
+	w[152 / 8] = (uint64_t)(uintptr_t)data; /* head */
+	w[160 / 8] = (uint64_t)(uintptr_t)data; /* data */
+	w[168 / 8] = (uint64_t)USKB_TRUESIZE(size) | (uint64_t)1 << 32; /* truesize, users 1 */
 	/*
 	 * The flag byte was just zeroed by 16-byte stores: a bitfield
 	 * read-modify-write now would stall on store forwarding, so only
@@ -63,8 +93,6 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 	if (head_frag)
 		skb->head_frag = 1;
 	skb->__kbuf_class = (uint8_t)__kbuf_class;
-	skb->mac_header = USKB_HEADER_UNSET;
-	skb->transport_header = USKB_HEADER_UNSET;
 	skb->alloc_cpu = owner;
 	init_shinfo(uskb_shinfo(skb));
 }
@@ -192,7 +220,8 @@ init:
 	return skb;
 }
 
-struct uskb *uskb_alloc(unsigned int size)
+/* uskb_alloc() when no ready pair of the class is at hand: everything else. */
+static __attribute__((noinline)) struct uskb *alloc_slow(unsigned int size)
 {
 	struct uskb_tls *t = uskb_tls();
 	struct uskb *skb;
@@ -215,6 +244,41 @@ struct uskb *uskb_alloc(unsigned int size)
 	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
 	return skb;
+}
+
+struct uskb *uskb_alloc(unsigned int size)
+{
+	struct uskb_tls *t = __uskb_tls_ptr;
+	struct uskb_ready *r;
+	struct uskb *skb;
+	unsigned int csz;
+	int c;
+
+	/*
+	 * likely: this thread freed a plain skb of the class, and no fault is
+	 * armed: take the pair. A short leaf, so the call saves no registers;
+	 * everything else is alloc_slow().
+	 */
+	if (uskb_likely(t && size <= (1u << 30))) {
+		c = uskb_kbuf_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
+		if (uskb_likely(c >= 0)) {
+			r = &t->ready[c];
+			if (uskb_likely(r->n) &&
+			    uskb_likely(atomic_load_explicit(&__uskb_fault_countdown,
+							     memory_order_relaxed) <= 0)) {
+				skb = r->skb[--r->n];
+				csz = uskb_kbuf_class_size(c);
+				uskb_mem_handed_out(skb, sizeof(*skb));
+				uskb_mem_handed_out(skb->head, csz);
+				build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), t->id, false,
+					     (unsigned int)c + 1);
+				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
+				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
+				return skb;
+			}
+		}
+	}
+	return alloc_slow(size);
 }
 
 struct uskb *uskb_dev_alloc(unsigned int length)
@@ -252,8 +316,29 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 		}
 		return 0;
 	}
-	/* one class, one thread: the per-skb work is two pops and the init */
-	for (i = 0; i < n; i++) {
+	/*
+	 * likely: ready pairs first, taken in one go: no per-skb test of the
+	 * caches or of fault injection (armed, it needs the one-by-one path)
+	 */
+	i = 0;
+	if (uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0)) {
+		struct uskb_ready *r = &t->ready[c];
+		unsigned int csz = uskb_kbuf_class_size(c), k = n < r->n ? n : r->n;
+		struct uskb **src = r->skb + r->n - k;
+
+		for (; i < k; i++) {
+			struct uskb *skb = src[k - 1 - i];
+
+			uskb_mem_handed_out(skb, sizeof(*skb));
+			uskb_mem_handed_out(skb->head, csz);
+			build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), t->id, false,
+				     (unsigned int)c + 1);
+			skbs[i] = skb;
+		}
+		r->n -= k;
+	}
+	/* the rest one by one: the per-skb work is two pops and the init */
+	for (; i < n; i++) {
 		skbs[i] = alloc_in_class(t, c);
 		if (uskb_unlikely(!skbs[i]))
 			goto fail_counted;

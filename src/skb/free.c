@@ -45,7 +45,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
 	struct uskb_defer_batch b[FREE_BULK_OWNERS];
-	unsigned int i, nb = 0, k;
+	unsigned int i, nb = 0, k, nplain = 0;
+	bool cache_on;
 
 	/* unlikely: no thread state (out of memory): one at a time through the fallback */
 	if (uskb_unlikely(!t)) {
@@ -54,12 +55,47 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 				kfree_stateless(skbs[i]);
 		return;
 	}
-	for (i = 0; i < n; i++) {
+	cache_on = uskb_cfg(&__uskb_cfg.cache_size) != 0;
+	i = 0;
+	/*
+	 * likely: a burst of plain skbs of ours, each made a ready pair in a
+	 * loop that does nothing else; the first other skb leaves it for the
+	 * general loop below
+	 */
+	if (uskb_likely(cache_on && n && skbs[0])) {
+		unsigned int cls = skbs[0]->__kbuf_class, rn, lim;
+		struct uskb_ready *r;
+		int tid = t->id;
+
+		/* one class (the first skb's), its ready list in locals: nothing reloads */
+		if (cls) {
+			r = &t->ready[cls - 1];
+			rn = r->n;
+			lim = USKB_READY_SIZE - rn < n ? USKB_READY_SIZE - rn : n;
+			for (; i < lim; i++) {
+				struct uskb *skb = skbs[i];
+
+				if (uskb_unlikely(!skb) ||
+				    atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
+				    plain_class(skb, tid) != cls)
+					break;
+				ready_push(r, &rn, skb, cls);
+			}
+			r->n = rn;
+			nplain = i;
+		}
+	}
+	for (; i < n; i++) {
 		struct uskb *skb = skbs[i];
 		struct uskb_tls *o;
 
 		if (!skb || !skb_unref(skb))
 			continue;
+		/* likely: a plain skb of ours; counted once for the whole call */
+		if (uskb_likely(free_plain(t, skb, cache_on))) {
+			nplain++;
+			continue;
+		}
 		release_head_state(skb);
 		if (uskb_likely(skb->alloc_cpu == t->id)) {
 			free_local(t, skb);
@@ -90,6 +126,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		b[k].last = skb;
 		b[k].n++;
 	}
+	uskb_count_add(&t->c[USKB_TC_SKB_FREE], nplain);
+	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], nplain);
 	for (k = 0; k < nb; k++)
 		__uskb_defer_batch_push(t, &b[k]);
 }
@@ -111,10 +149,19 @@ static __attribute__((noinline)) void kfree_skb_here(struct uskb *skb)
 
 void uskb_free(struct uskb *skb)
 {
+	struct uskb_tls *t;
+
 	if (uskb_unlikely(!skb))
 		return;
 	if (!skb_unref(skb))
 		return;
+	/* likely: a plain skb of this thread becomes a ready pair here, no call */
+	t = __uskb_tls_ptr;
+	if (uskb_likely(t) && free_plain(t, skb, uskb_cfg(&__uskb_cfg.cache_size) != 0)) {
+		uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+		uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+		return;
+	}
 	kfree_skb_here(skb);
 }
 

@@ -42,7 +42,9 @@ static inline __attribute__((always_inline)) bool release_data_refs(struct uskb 
 	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
 	int i;
 
-	skb->pp_recycle = 0;
+	/* only when set: a read-modify-write of the flag byte on every free costs */
+	if (skb->pp_recycle)
+		skb->pp_recycle = 0;
 	if (skb->cloned) {
 		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
 
@@ -104,6 +106,62 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 	uskb_count_add(&t->c[USKB_TC_FCLONE_FREE], 1);
 	uskb_mem_handed_out(fc, sizeof(*fc));
 	free(fc);
+}
+
+/*
+ * The common free: a plain skb of thread @tid (no destructor, not cloned,
+ * no fclone, no page-pool or zero-copy mark), its head a kbuf of a class,
+ * nothing attached to its shared info. Then skb_release_data() has nothing
+ * to do, and shell and head can stay together as a ready pair. Returns the
+ * skb's __kbuf_class (1 + class), 0 for every other skb.
+ */
+static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
+								      int tid)
+{
+	unsigned int cls = skb->__kbuf_class;
+	const struct uskb_shared_info *shinfo;
+
+	/* written with ||, gcc folds the four flag tests into one mask test */
+	if (skb->destructor || skb->alloc_cpu != tid || !cls || !skb->head || skb->cloned ||
+	    skb->fclone || skb->pp_recycle || skb->__zcopy_hint)
+		return 0;
+	shinfo = uskb_shinfo(skb);
+	if (shinfo->nr_frags || shinfo->frag_list)
+		return 0;
+	return cls;
+}
+
+/* Keep @skb (its last user gone) as a ready pair of class @cls - 1 in @r, which has room. */
+static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *r,
+							     unsigned int *rn, struct uskb *skb,
+							     unsigned int cls)
+{
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
+	uskb_mem_cached(skb, sizeof(*skb));
+	r->skb[(*rn)++] = skb;
+}
+
+/*
+ * plain_class() and, when the ready pairs have room, the push: true when
+ * @skb became a ready pair (the caller counts the free), false with
+ * nothing done.
+ */
+static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
+							     struct uskb *skb, bool cache_on)
+{
+	unsigned int cls, rn;
+	struct uskb_ready *r;
+
+	if (!cache_on || !(cls = plain_class(skb, t->id)))
+		return false;
+	r = &t->ready[cls - 1];
+	rn = r->n;
+	if (rn >= USKB_READY_SIZE)
+		return false;
+	ready_push(r, &rn, skb, cls);
+	r->n = rn;
+	return true;
 }
 
 /* Release the data and the shell on this thread (the tail of __kfree_skb). */
