@@ -121,9 +121,12 @@ static inline __attribute__((always_inline)) unsigned int plain_class(const stru
 	unsigned int cls = skb->__kbuf_class;
 	const struct uskb_shared_info *shinfo;
 
-	/* written with ||, gcc folds the four flag tests into one mask test */
-	if (skb->destructor || skb->alloc_cpu != tid || !cls || !skb->head || skb->cloned ||
-	    skb->fclone || skb->pp_recycle || skb->__zcopy_hint)
+	/*
+	 * Written with ||, gcc folds the four flag tests into one mask test;
+	 * first, so a clone (the commonest other free) leaves after it.
+	 */
+	if (skb->cloned || skb->fclone || skb->pp_recycle || skb->__zcopy_hint || !cls ||
+	    skb->destructor || !skb->head || skb->alloc_cpu != tid)
 		return 0;
 	shinfo = uskb_shinfo(skb);
 	if (shinfo->nr_frags || shinfo->frag_list)
@@ -153,7 +156,7 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 	unsigned int cls, rn;
 	struct uskb_ready *r;
 
-	if (!cache_on || !(cls = plain_class(skb, t->id)))
+	if (!(cls = plain_class(skb, t->id)) || !cache_on)
 		return false;
 	r = &t->ready[cls - 1];
 	rn = r->n;
