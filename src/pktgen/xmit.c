@@ -231,7 +231,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	struct pg_netdev *nd = d->nd;
 	unsigned int burst = d->p.burst, ok = 0, errs = 0, busy = 0;
 	uint64_t sofar = uskb_count_read(&d->sofar);
-	int n;
+	struct uskb *skb;
+	int n, handed;
 
 	if (d->p.delay == UINT64_MAX) {
 		/* "never transmit": out of next_to_run's way, as the kernel's now + ULONG_MAX */
@@ -267,9 +268,19 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	if (burst > MAX_BURST)
 		burst = MAX_BURST;
 	n = (int)burst;
-	atomic_fetch_add_explicit(&d->skb->users, n, memory_order_relaxed);
+	/*
+	 * The kernel adds a reference per copy and keeps its own, to drop it
+	 * when the next packet is built. When this send is the skb's last
+	 * (clone_skb reached once it succeeds) and not the run's last (whose
+	 * copies the end waits for), our reference goes with it instead: two
+	 * atomic operations fewer per packet, the same packets and counts.
+	 */
+	handed = d->clone_count + 1 >= d->p.clone_skb && (!d->p.count || sofar + burst < d->p.count);
+	skb = d->skb;
+	if (n - handed)
+		atomic_fetch_add_explicit(&skb->users, n - handed, memory_order_relaxed);
 	for (int i = 0; i < n; i++)
-		t->vec[i] = d->skb;
+		t->vec[i] = skb;
 	/* moving to another queue: what waits in the last one goes first */
 	if (d->sent_queue != (int)d->cur_queue_map)
 		dev_flush(d);
@@ -290,11 +301,16 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			errs++;
 			break;
 		default: /* busy: the reference is still ours; retry later */
-			uskb_free(d->skb);
 			busy++;
 			break;
 		}
 	}
+	/* each busy copy gave a reference back: keep one for the retry when ours went */
+	if (busy > (unsigned int)handed)
+		for (unsigned int i = handed; i < busy; i++)
+			uskb_free(skb);
+	if (handed && !busy)
+		d->skb = NULL; /* the device has our reference: the next call builds */
 	/* as the kernel: a busy device gets the same skb again, without delay */
 	if (busy) {
 		d->p.last_ok = false;
