@@ -83,6 +83,7 @@ static void dev_remove(struct uskb_pktgen *pg, struct pg_dev *d)
 	if (d->skb)
 		uskb_free(d->skb);
 	free(d->flows);
+	free(d->tmpl);
 	free(d->drop0);
 	netdev_put(pg, d->nd);
 	free(d);

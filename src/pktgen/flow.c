@@ -328,8 +328,100 @@ static void mod_cur_headers(struct pg_dev *d)
 		}
 		d->cur_queue_map = t;
 	}
-	d->cur_queue_map %= d->nd->dev->nqueues;
+	/* the same as an unconditional %=, without a divide per packet */
+	if (uskb_unlikely(d->cur_queue_map >= d->nd->dev->nqueues))
+		d->cur_queue_map %= d->nd->dev->nqueues;
 	d->flows[flow].count++;
+}
+
+/* the fields of struct uskb_pktgen_pkt a packet's template depends on: all before ip_id */
+#define TMPL_KEY offsetof(struct uskb_pktgen_pkt, ip_id)
+_Static_assert(offsetof(struct uskb_pktgen_pkt, seq_num) > TMPL_KEY &&
+		       offsetof(struct uskb_pktgen_pkt, tv_sec) > TMPL_KEY &&
+		       offsetof(struct uskb_pktgen_pkt, tv_usec) > TMPL_KEY,
+	       "the per-packet fields come last in struct uskb_pktgen_pkt");
+
+/* Keep @skb's frame (just built from @p) as the template for the packets after it. */
+static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const struct uskb *skb)
+{
+	struct pg_tmpl *t = d->tmpl;
+	unsigned int hlen = (unsigned int)(skb->transport_header - skb->mac_header) + 8 +
+			    (unsigned int)sizeof(struct pg_hdr);
+
+	if (p->nfrags > 0 || p->udpcsum || uskb_is_nonlinear(skb) || hlen > PG_TMPL_MAX ||
+	    hlen > skb->len)
+		return;
+	if (!t) {
+		t = d->tmpl = calloc(1, sizeof(*t));
+		if (!t)
+			return; /* no template: every packet is built */
+	}
+	memcpy(&t->key, p, TMPL_KEY);
+	t->len = skb->len;
+	t->hlen = hlen;
+	t->nh = (uint16_t)(skb->network_header - skb->mac_header);
+	t->th = (uint16_t)(skb->transport_header - skb->mac_header);
+	t->protocol = skb->protocol;
+	memcpy(t->frame, skb->data, hlen);
+	if (!p->ipv6) {
+		/* the header's 16-bit words as they lie in memory, but the id and checksum */
+		const unsigned char *iph = t->frame + t->nh;
+		uint32_t sum = 0;
+
+		for (int i = 0; i < 20; i += 2) {
+			uint16_t w;
+
+			memcpy(&w, iph + i, 2);
+			if (i != 4 && i != 10)
+				sum += w;
+		}
+		t->ipsum = sum;
+	}
+	t->valid = true;
+}
+
+/*
+ * The packet @p describes, from the template when only its per-packet
+ * fields differ from the one kept: the frame copied, the IPv4 id and
+ * header checksum, the sequence number and the time patched. NULL when
+ * the template does not apply (the caller builds).
+ */
+static struct uskb *tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p)
+{
+	const struct pg_tmpl *t = d->tmpl;
+	struct pg_hdr h;
+	unsigned char *data;
+	struct uskb *skb;
+
+	if (!t || !t->valid || p->nfrags > 0 || p->udpcsum || memcmp(&t->key, p, TMPL_KEY))
+		return NULL;
+	skb = uskb_alloc(16 + t->len); /* as uskb_pktgen_build: 16 bytes of headroom */
+	if (!skb)
+		return NULL;
+	uskb_reserve(skb, 16);
+	data = uskb_put(skb, t->len);
+	memcpy(data, t->frame, t->hlen);
+	memset(data + t->hlen, 0, t->len - t->hlen);
+	skb->protocol = t->protocol;
+	uskb_reset_mac_header(skb);
+	uskb_set_network_header(skb, t->nh);
+	uskb_set_transport_header(skb, t->th);
+	if (!p->ipv6) {
+		/* the checksum from the kept sum: no read of the bytes just written */
+		unsigned char *iph = data + t->nh;
+		uint16_t v = htons(p->ip_id), check;
+		uint32_t sum = t->ipsum + v;
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		check = (uint16_t)~sum;
+		memcpy(iph + 4, &v, 2);
+		memcpy(iph + 10, &check, 2);
+	}
+	h = (struct pg_hdr){ htonl(USKB_PKTGEN_MAGIC), htonl(p->seq_num), htonl(p->tv_sec),
+			     htonl(p->tv_usec) };
+	memcpy(data + t->th + 8, &h, sizeof(h));
+	return skb;
 }
 
 struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
@@ -370,7 +462,12 @@ struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
 		p->tv_sec = (uint32_t)ts.tv_sec;
 		p->tv_usec = (uint32_t)(ts.tv_nsec / 1000);
 	}
-	skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
+	skb = tmpl_build(d, p);
+	if (!skb) {
+		skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
+		if (skb)
+			tmpl_keep(d, p, skb);
+	}
 	if (!skb) {
 		pthread_mutex_lock(&d->t->pg->lock);
 		snprintf(d->result, RESULT_SZ, "No memory");

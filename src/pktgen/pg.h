@@ -61,6 +61,25 @@ _Static_assert(sizeof(struct pg_hdr) == 16, "the pktgen header is 16 bytes on th
 
 enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
 
+/*
+ * The frame of the last packet built, as mod_cur_headers leaves the kernel's
+ * headers: while nothing but the per-packet fields (IPv4 id, sequence
+ * number, timestamp) changes, the next packet is this frame copied and
+ * patched instead of built. Linear packets without UDPCSUM only.
+ */
+#define PG_TMPL_MAX 192 /* headers: 14 + 16 MPLS labels + 2 tags + 40 + 8 + 16 = 150 */
+
+struct pg_tmpl {
+	bool valid;
+	struct uskb_pktgen_pkt key; /* the packet's description up to ip_id */
+	unsigned int len;	    /* the frame's length */
+	unsigned int hlen;	    /* bytes up to the end of the pktgen header; zeros after */
+	uint16_t nh, th;	    /* network and transport header offsets */
+	uint16_t protocol;	    /* skb->protocol, network order */
+	uint32_t ipsum;		    /* IPv4: the header's words summed, id and checksum as 0 */
+	unsigned char frame[PG_TMPL_MAX];
+};
+
 struct flow_state {
 	uint32_t cur_daddr;
 	unsigned int count;
@@ -206,6 +225,7 @@ struct pg_dev {
 	uint64_t *drop0;
 	unsigned int q_lo, q_hi;
 	struct uskb_pktgen_pkt pkt;
+	struct pg_tmpl *tmpl; /* the last frame built, for copying (flow.c); NULL: none yet */
 };
 
 struct pg_thread {
