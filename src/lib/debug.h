@@ -49,6 +49,19 @@ extern bool __uskb_on_valgrind USKB_HIDDEN;
 #define uskb_vg(req) ((void)0)
 #endif
 
+/*
+ * Running under valgrind (its client requests are wanted): a bulk loop
+ * tests this once and, when false, poisons with uskb_poison() alone.
+ */
+static inline bool uskb_vg_on(void)
+{
+#ifdef USKB_VALGRIND
+	return __uskb_on_valgrind;
+#else
+	return false;
+#endif
+}
+
 /* Mark pooled memory unusable (in a cache) / usable (handed out). */
 static inline void uskb_mem_cached(void *p, size_t n)
 {

@@ -199,8 +199,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	/* likely: a pair freed on this thread, shell and head together */
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
-		uskb_mem_handed_out(skb, sizeof(*skb));
-		data = skb->head;
+		data = uskb_ready_take(skb);
 		goto init;
 	}
 	/* caches refill in bulk */
@@ -268,9 +267,10 @@ struct uskb *uskb_alloc(unsigned int size)
 							     memory_order_relaxed) <= 0)) {
 				skb = r->skb[--r->n];
 				csz = uskb_kbuf_class_size(c);
-				uskb_mem_handed_out(skb, sizeof(*skb));
-				uskb_mem_handed_out(skb->head, csz);
-				build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), t->id, false,
+				unsigned char *data = uskb_ready_take(skb);
+
+				uskb_mem_handed_out(data, csz);
+				build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false,
 					     (unsigned int)c + 1);
 				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
@@ -321,7 +321,8 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 	 * caches or of fault injection (armed, it needs the one-by-one path)
 	 */
 	i = 0;
-	if (uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0)) {
+	if (uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0 &&
+			!uskb_vg_on())) {
 		struct uskb_ready *r = &t->ready[c];
 		unsigned int csz = uskb_kbuf_class_size(c), k = n < r->n ? n : r->n;
 		struct uskb **src = r->skb + r->n - k;
@@ -329,8 +330,9 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 		for (; i < k; i++) {
 			struct uskb *skb = src[k - 1 - i];
 
-			uskb_mem_handed_out(skb, sizeof(*skb));
-			uskb_mem_handed_out(skb->head, csz);
+			/* no valgrind here (tested above): the sanitizer's unpoison alone */
+			uskb_unpoison(skb, sizeof(*skb));
+			uskb_unpoison(skb->head, csz);
 			build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), t->id, false,
 				     (unsigned int)c + 1);
 			skbs[i] = skb;

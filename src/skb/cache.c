@@ -379,8 +379,7 @@ void __uskb_ready_flush(struct uskb_tls *t)
 			struct uskb *skb = r->skb[--r->n];
 			unsigned char *head;
 
-			uskb_mem_handed_out(skb, sizeof(*skb));
-			head = skb->head;
+			head = uskb_ready_take(skb);
 			if (kc->n == USKB_KBUF_CACHE_SIZE)
 				__uskb_kbuf_flush(t, c, USKB_KBUF_CACHE_SIZE / 2);
 			kc->obj[kc->n++] = head; /* still poisoned from the ready list */

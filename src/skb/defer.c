@@ -88,8 +88,9 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 	skb = atomic_exchange_explicit(&o->defer_head, NULL, memory_order_acquire);
 	for (; skb; skb = next, n++) {
 		next = skb->ll_next;
-		uskb_mem_handed_out((char *)skb + sizeof(skb->ll_next),
-				    sizeof(*skb) - sizeof(skb->ll_next));
+		/* defined, not just usable: free_local reads what the skb still holds */
+		uskb_mem_defined((char *)skb + sizeof(skb->ll_next),
+				 sizeof(*skb) - sizeof(skb->ll_next));
 		free_local(t, skb);
 	}
 	/*

@@ -62,7 +62,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	 * loop that does nothing else; the first other skb leaves it for the
 	 * general loop below
 	 */
-	if (uskb_likely(cache_on && n && skbs[0])) {
+	/* not under valgrind: its requests are left to the general loop */
+	if (uskb_likely(cache_on && n && skbs[0] && !uskb_vg_on())) {
 		unsigned int cls = skbs[0]->__kbuf_class, rn, lim;
 		struct uskb_ready *r;
 		int tid = t->id;
@@ -79,7 +80,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 				    atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
 				    plain_class(skb, tid) != cls)
 					break;
-				ready_push(r, &rn, skb, cls);
+				ready_push(r, &rn, skb, cls, false);
 			}
 			r->n = rn;
 			nplain = i;

@@ -134,14 +134,22 @@ static inline __attribute__((always_inline)) unsigned int plain_class(const stru
 	return cls;
 }
 
-/* Keep @skb (its last user gone) as a ready pair of class @cls - 1 in @r, which has room. */
+/*
+ * Keep @skb (its last user gone) as a ready pair of class @cls - 1 in @r,
+ * which has room. @vg: uskb_vg_on(), which a bulk caller tests once.
+ */
 static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *r,
 							     unsigned int *rn, struct uskb *skb,
-							     unsigned int cls)
+							     unsigned int cls, bool vg)
 {
 	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-	uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
-	uskb_mem_cached(skb, sizeof(*skb));
+	if (uskb_unlikely(vg)) {
+		uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
+		uskb_mem_cached(skb, sizeof(*skb));
+	} else {
+		uskb_poison(skb->head, uskb_kbuf_class_size((int)cls - 1));
+		uskb_poison(skb, sizeof(*skb));
+	}
 	r->skb[(*rn)++] = skb;
 }
 
@@ -162,7 +170,7 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 	rn = r->n;
 	if (rn >= USKB_READY_SIZE)
 		return false;
-	ready_push(r, &rn, skb, cls);
+	ready_push(r, &rn, skb, cls, uskb_vg_on());
 	r->n = rn;
 	return true;
 }
