@@ -449,8 +449,14 @@ static void test_threads(void)
 	for (int i = 0; i < 2; i++) {
 		CHECK_EQ(uskb_pktgen_dev_stats(pg, i, NULL, 0, &st), 0);
 		CHECK(!st.running && st.sofar > 0);
+		/*
+		 * a run ended by stop reports its last packet's frags, also when
+		 * the device holds that skb (this device has no SG: 0, never -1)
+		 */
+		CHECK_EQ(st.nfrags, 0);
 	}
 	CHECK(!strncmp(uskb_pktgen_result(pg, "nulldev@0"), "OK: ", 4));
+	CHECK(strstr(uskb_pktgen_result(pg, "nulldev@0"), ",0frags)") != NULL);
 
 	/* pacing: 200 packets at 20000 pps take at least 199 gaps of 50 us */
 	cmd_ok(pg, "kpktgend_1", "rem_device_all");

@@ -351,6 +351,9 @@ static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const s
 	if (p->nfrags > 0 || p->udpcsum || uskb_is_nonlinear(skb) || hlen > PG_TMPL_MAX ||
 	    hlen > skb->len)
 		return;
+	/* a description that changes every packet (random fields): keep only now and then */
+	if (t && t->misses >= 8 && (t->misses & 63))
+		return;
 	if (!t) {
 		t = d->tmpl = calloc(1, sizeof(*t));
 		if (!t)
@@ -383,21 +386,27 @@ static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const s
 /*
  * The packet @p describes, from the template when only its per-packet
  * fields differ from the one kept: the frame copied, the IPv4 id and
- * header checksum, the sequence number and the time patched. NULL when
- * the template does not apply (the caller builds).
+ * header checksum, the sequence number and the time patched, in *out
+ * (NULL when memory ran out). False when the template does not apply:
+ * the caller builds.
  */
-static struct uskb *tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p)
+static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct uskb **out)
 {
-	const struct pg_tmpl *t = d->tmpl;
+	struct pg_tmpl *t = d->tmpl;
 	struct pg_hdr h;
 	unsigned char *data;
 	struct uskb *skb;
 
-	if (!t || !t->valid || p->nfrags > 0 || p->udpcsum || memcmp(&t->key, p, TMPL_KEY))
-		return NULL;
-	skb = uskb_alloc(16 + t->len); /* as uskb_pktgen_build: 16 bytes of headroom */
+	if (!t || !t->valid || p->nfrags > 0 || p->udpcsum)
+		return false;
+	if (memcmp(&t->key, p, TMPL_KEY)) {
+		t->misses++;
+		return false;
+	}
+	t->misses = 0;
+	*out = skb = uskb_alloc(16 + t->len); /* as uskb_pktgen_build: 16 bytes of headroom */
 	if (!skb)
-		return NULL;
+		return true;
 	uskb_reserve(skb, 16);
 	data = uskb_put(skb, t->len);
 	memcpy(data, t->frame, t->hlen);
@@ -421,7 +430,7 @@ static struct uskb *tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p
 	h = (struct pg_hdr){ htonl(USKB_PKTGEN_MAGIC), htonl(p->seq_num), htonl(p->tv_sec),
 			     htonl(p->tv_usec) };
 	memcpy(data + t->th + 8, &h, sizeof(h));
-	return skb;
+	return true;
 }
 
 struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
@@ -462,8 +471,7 @@ struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
 		p->tv_sec = (uint32_t)ts.tv_sec;
 		p->tv_usec = (uint32_t)(ts.tv_nsec / 1000);
 	}
-	skb = tmpl_build(d, p);
-	if (!skb) {
+	if (!tmpl_build(d, p, &skb)) {
 		skb = uskb_pktgen_build(p, d->nd->dev, d->zero);
 		if (skb)
 			tmpl_keep(d, p, skb);

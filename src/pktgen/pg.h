@@ -71,6 +71,7 @@ enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
 
 struct pg_tmpl {
 	bool valid;
+	unsigned int misses;	    /* descriptions in a row that differed from the key */
 	struct uskb_pktgen_pkt key; /* the packet's description up to ip_id */
 	unsigned int len;	    /* the frame's length */
 	unsigned int hlen;	    /* bytes up to the end of the pktgen header; zeros after */
@@ -214,6 +215,7 @@ struct pg_dev {
 	unsigned int last_pkt_size;
 	int clone_count;
 	int last_nfrags;
+	int built_nfrags; /* the last packet built's frags (its skb may be the device's now) */
 	uint64_t next_tx;
 	_Atomic uint64_t started_at, stopped_at; /* ns, CLOCK_MONOTONIC */
 	_Atomic bool running;

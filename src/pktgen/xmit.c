@@ -78,6 +78,7 @@ static void dev_start(struct pg_dev *d)
 		d->skb = NULL;
 	}
 	d->last_nfrags = -1;
+	d->built_nfrags = -1;
 	d->zero = d->p.node >= 0 && (d->p.flags & F_NODE) ? uskb_zero_page_node(d->p.node) : uskb_zero_page();
 	if (!d->zero) {
 		snprintf(d->result, RESULT_SZ, "Error starting");
@@ -171,7 +172,7 @@ static uint64_t late_lost(const struct pg_dev *d)
 static void dev_stop(struct pg_dev *d)
 {
 	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
-	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : -1;
+	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : d->built_nfrags;
 
 	if (!atomic_load(&d->running))
 		return;
@@ -253,6 +254,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			return;
 		}
 		d->last_pkt_size = d->skb->len;
+		d->built_nfrags = uskb_shinfo(d->skb)->nr_frags;
 		d->clone_count = 0;
 	}
 	if (d->p.delay && d->p.last_ok) {
@@ -271,11 +273,13 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	/*
 	 * The kernel adds a reference per copy and keeps its own, to drop it
 	 * when the next packet is built. When this send is the skb's last
-	 * (clone_skb reached once it succeeds) and not the run's last (whose
-	 * copies the end waits for), our reference goes with it instead: two
-	 * atomic operations fewer per packet, the same packets and counts.
+	 * (clone_skb reached once it succeeds; not a retry after busy, which
+	 * is resent until it goes out) and not the run's last (whose copies
+	 * the end waits for), our reference goes with it instead: two atomic
+	 * operations fewer per packet, the same packets and counts.
 	 */
-	handed = d->clone_count + 1 >= d->p.clone_skb && (!d->p.count || sofar + burst < d->p.count);
+	handed = d->p.last_ok && d->clone_count + 1 >= d->p.clone_skb &&
+		 (!d->p.count || sofar + burst < d->p.count);
 	skb = d->skb;
 	if (n - handed)
 		atomic_fetch_add_explicit(&skb->users, n - handed, memory_order_relaxed);
