@@ -78,6 +78,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			uskb_free(skb);
 	}
 	free(d.flows);
+	free(d.tmpl); /* the frame template the engine keeps (dev_remove frees it there) */
 	__uskb_pg_show_dev(&d, buf, sizeof(buf));
 	uskb_thread_flush();
 	if (!uskb_stats_all_freed()) {
