@@ -380,7 +380,6 @@ static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const s
 		}
 		t->ipsum = sum;
 	}
-	t->valid = true;
 }
 
 /*
@@ -397,7 +396,8 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 	unsigned char *data;
 	struct uskb *skb;
 
-	if (!t || !t->valid || p->nfrags > 0 || p->udpcsum)
+	/* the key holds nfrags and udpcsum: only frames tmpl_keep took can match */
+	if (!t)
 		return false;
 	if (memcmp(&t->key, p, TMPL_KEY)) {
 		t->misses++;
@@ -418,12 +418,9 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 	if (!p->ipv6) {
 		/* the checksum from the kept sum: no read of the bytes just written */
 		unsigned char *iph = data + t->nh;
-		uint16_t v = htons(p->ip_id), check;
-		uint32_t sum = t->ipsum + v;
+		uint16_t v = htons(p->ip_id);
+		uskb_sum16 check = uskb_csum_fold(t->ipsum + v);
 
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		check = (uint16_t)~sum;
 		memcpy(iph + 4, &v, 2);
 		memcpy(iph + 10, &check, 2);
 	}

@@ -70,7 +70,6 @@ enum { M_START_XMIT, M_NETIF_RECEIVE, M_QUEUE_XMIT };
 #define PG_TMPL_MAX 192 /* headers: 14 + 16 MPLS labels + 2 tags + 40 + 8 + 16 = 150 */
 
 struct pg_tmpl {
-	bool valid;
 	unsigned int misses;	    /* descriptions in a row that differed from the key */
 	struct uskb_pktgen_pkt key; /* the packet's description up to ip_id */
 	unsigned int len;	    /* the frame's length */
@@ -227,7 +226,7 @@ struct pg_dev {
 	uint64_t *drop0;
 	unsigned int q_lo, q_hi;
 	struct uskb_pktgen_pkt pkt;
-	struct pg_tmpl *tmpl; /* the last frame built, for copying (flow.c); NULL: none yet */
+	struct pg_tmpl *tmpl; /* the last frame kept, for copying (flow.c); NULL: none yet */
 };
 
 struct pg_thread {

@@ -310,9 +310,8 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		}
 	}
 	/* each busy copy gave a reference back: keep one for the retry when ours went */
-	if (busy > (unsigned int)handed)
-		for (unsigned int i = handed; i < busy; i++)
-			uskb_free(skb);
+	for (unsigned int i = (unsigned int)handed; i < busy; i++)
+		uskb_free(skb);
 	if (handed && !busy)
 		d->skb = NULL; /* the device has our reference: the next call builds */
 	/* as the kernel: a busy device gets the same skb again, without delay */

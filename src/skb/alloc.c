@@ -171,6 +171,17 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 	return skb;
 }
 
+/* Build @skb (handed out) around @data, a head of size class @c (still cached). */
+static inline __attribute__((always_inline)) void build_in_class(struct uskb_tls *t,
+								  struct uskb *skb,
+								  unsigned char *data, int c)
+{
+	unsigned int csz = uskb_kbuf_class_size(c);
+
+	uskb_mem_handed_out(data, csz);
+	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
+}
+
 /*
  * The common allocation: a plain shell and a head of size class @c, both
  * from this thread's caches (counters are the caller's). NULL if memory
@@ -181,7 +192,6 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 {
 	struct uskb_kbuf_cache *kc = &t->kbufs[c];
 	struct uskb_ready *r = &t->ready[c];
-	unsigned int csz = uskb_kbuf_class_size(c);
 	struct uskb *skb;
 	unsigned char *data;
 
@@ -214,8 +224,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	}
 	uskb_mem_handed_out(skb, sizeof(*skb));
 init:
-	uskb_mem_handed_out(data, csz);
-	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
+	build_in_class(t, skb, data, c);
 	return skb;
 }
 
@@ -250,7 +259,6 @@ struct uskb *uskb_alloc(unsigned int size)
 	struct uskb_tls *t = __uskb_tls_ptr;
 	struct uskb_ready *r;
 	struct uskb *skb;
-	unsigned int csz;
 	int c;
 
 	/*
@@ -266,12 +274,7 @@ struct uskb *uskb_alloc(unsigned int size)
 			    uskb_likely(atomic_load_explicit(&__uskb_fault_countdown,
 							     memory_order_relaxed) <= 0)) {
 				skb = r->skb[--r->n];
-				csz = uskb_kbuf_class_size(c);
-				unsigned char *data = uskb_ready_take(skb);
-
-				uskb_mem_handed_out(data, csz);
-				build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false,
-					     (unsigned int)c + 1);
+				build_in_class(t, skb, uskb_ready_take(skb), c);
 				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
 				return skb;

@@ -190,10 +190,7 @@ static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 
 			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
 			uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
-			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-			uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
-			uskb_mem_cached(skb, sizeof(*skb));
-			r->skb[r->n++] = skb;
+			ready_push(r, &r->n, skb, cls, uskb_vg_on());
 			return;
 		}
 		free_head(t, skb);
