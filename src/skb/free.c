@@ -39,6 +39,32 @@ static __attribute__((noinline, cold)) void kfree_stateless(struct uskb *skb)
 	__uskb_tls_fallback_put(t);
 }
 
+/* a clone's data reference was the last: release the data, then the head */
+static __attribute__((noinline)) void release_last(struct uskb_tls *t, struct uskb *skb)
+{
+	release_data_last(skb);
+	free_head(t, skb);
+}
+
+/*
+ * The common free of a clone: this thread's, no fclone, destructor or
+ * page-pool mark. Its data reference goes (the last one takes the data
+ * with it, out of line) and the shell back to the cache, with no call on
+ * the way. False with nothing done for every other skb.
+ */
+static inline __attribute__((always_inline)) bool free_clone(struct uskb_tls *t,
+							     struct uskb *skb)
+{
+	if (!skb->cloned || skb->fclone || skb->pp_recycle || skb->destructor ||
+	    skb->alloc_cpu != t->id || !skb->head)
+		return false;
+	if (drop_dataref(skb))
+		release_last(t, skb);
+	uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+	uskb_shell_put(t, skb);
+	return true;
+}
+
 #define FREE_BULK_OWNERS 8
 
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
@@ -97,6 +123,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			nplain++;
 			continue;
 		}
+		if (free_clone(t, skb))
+			continue;
 		release_head_state(skb);
 		if (uskb_likely(skb->alloc_cpu == t->id)) {
 			free_local(t, skb);
@@ -148,6 +176,17 @@ static __attribute__((noinline)) void kfree_skb_here(struct uskb *skb)
 	kfree_on(t, skb);
 }
 
+/*
+ * uskb_free() of an skb that is not plain: the next likeliest is a clone
+ * (a tap's, a retransmit queue's). Out of line, so uskb_free() saves no
+ * registers.
+ */
+static __attribute__((noinline)) void free_not_plain(struct uskb_tls *t, struct uskb *skb)
+{
+	if (!free_clone(t, skb))
+		kfree_skb_here(skb);
+}
+
 void uskb_free(struct uskb *skb)
 {
 	struct uskb_tls *t;
@@ -158,9 +197,13 @@ void uskb_free(struct uskb *skb)
 		return;
 	/* likely: a plain skb of this thread becomes a ready pair here, no call */
 	t = __uskb_tls_ptr;
-	if (uskb_likely(t) && free_plain(t, skb, uskb_cfg(&__uskb_cfg.cache_size) != 0)) {
-		uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
-		uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+	if (uskb_likely(t)) {
+		if (free_plain(t, skb, uskb_cfg(&__uskb_cfg.cache_size) != 0)) {
+			uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+			return;
+		}
+		free_not_plain(t, skb);
 		return;
 	}
 	kfree_skb_here(skb);

@@ -171,8 +171,10 @@ static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 
 		__uskb_shell_flush(t, size > fl ? size - fl : 0);
 		if (!size) {
-			/* cache off: straight to the slab */
-			__uskb_slab_put(&__uskb_shells, (void **)&skb, 1);
+			/* cache off: straight to the slab (a copy: &skb would keep skb in memory) */
+			void *one = skb;
+
+			__uskb_slab_put(&__uskb_shells, &one, 1);
 			return;
 		}
 	}

@@ -33,15 +33,11 @@ static inline __attribute__((always_inline)) void free_head(struct uskb_tls *t, 
 }
 
 /*
- * skb_release_data() without the head: drop this skb's data reference;
- * on the last one release frags and frag_list and return true — the head
- * is then the caller's to free.
+ * skb_release_data()'s first half: drop this skb's data reference; true
+ * when it was the last one.
  */
-static inline __attribute__((always_inline)) bool release_data_refs(struct uskb *skb)
+static inline __attribute__((always_inline)) bool drop_dataref(struct uskb *skb)
 {
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
-	int i;
-
 	/* only when set: a read-modify-write of the flag byte on every free costs */
 	if (skb->pp_recycle)
 		skb->pp_recycle = 0;
@@ -49,9 +45,22 @@ static inline __attribute__((always_inline)) bool release_data_refs(struct uskb 
 		unsigned int d = skb->nohdr ? (1u << USKB_DATAREF_SHIFT) + 1 : 1;
 
 		/* acq_rel: the last reference must see all others' frag writes */
-		if (atomic_fetch_sub_explicit(&shinfo->dataref, d, memory_order_acq_rel) != d)
+		if (atomic_fetch_sub_explicit(&uskb_shinfo(skb)->dataref, d,
+					      memory_order_acq_rel) != d)
 			return false;
 	}
+	return true;
+}
+
+/*
+ * skb_release_data()'s second half, after the last data reference went:
+ * release frags and frag_list (the head is the caller's to free).
+ */
+static inline __attribute__((always_inline)) void release_data_last(struct uskb *skb)
+{
+	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	int i;
+
 	if (!(shinfo->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
 		for (i = 0; i < shinfo->nr_frags; i++)
 			uskb_page_put(shinfo->frags[i].page);
@@ -64,6 +73,18 @@ static inline __attribute__((always_inline)) bool release_data_refs(struct uskb 
 		uskb_zcopy_clear(skb, true);
 	if (shinfo->frag_list)
 		uskb_free_list(shinfo->frag_list);
+}
+
+/*
+ * skb_release_data() without the head: drop this skb's data reference;
+ * on the last one release frags and frag_list and return true — the head
+ * is then the caller's to free.
+ */
+static inline __attribute__((always_inline)) bool release_data_refs(struct uskb *skb)
+{
+	if (!drop_dataref(skb))
+		return false;
+	release_data_last(skb);
 	return true;
 }
 

@@ -47,16 +47,26 @@ static void copy_header_gso(struct uskb *n, const struct uskb *old)
 	uskb_shinfo(n)->gso_type = uskb_shinfo(old)->gso_type;
 }
 
+/* skb_clone() copies the shell from dev to truesize in one block, users excepted */
+#define CLONE_FROM offsetof(struct uskb, dev)
+#define CLONE_TO offsetof(struct uskb, users)
+_Static_assert(offsetof(struct uskb, sk) < CLONE_FROM &&
+		       offsetof(struct uskb, destructor) >= CLONE_FROM &&
+		       offsetof(struct uskb, truesize) < CLONE_TO &&
+		       CLONE_TO + sizeof(atomic_int) == sizeof(struct uskb),
+	       "uskb_clone's block copy");
+
 struct uskb *uskb_clone(struct uskb *skb)
 {
 	struct uskb_fclones *fc = (struct uskb_fclones *)skb;
 	struct uskb_tls *t = uskb_tls();
+	unsigned int fclone;
 	struct uskb *n;
 
 	if (uskb_unlikely(!t))
 		return NULL; /* errno ENOMEM: no thread state */
 	/* a clone may be held (a tap): user memory is copied out first */
-	if (uskb_unlikely(uskb_orphan_frags(skb))) {
+	if (uskb_unlikely(skb->__zcopy_hint && uskb_orphan_frags(skb))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -67,7 +77,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 		/* relaxed: skb2 is idle; the owner of skb1 is the only writer */
 		atomic_store_explicit(&fc->fclone_ref, 2, memory_order_relaxed);
 		uskb_mem_handed_out(n, sizeof(*n));
-		n->fclone = USKB_FCLONE_CLONE; /* (re)defined for valgrind, too */
+		fclone = USKB_FCLONE_CLONE;
 		uskb_count_add(&t->c[USKB_TC_FC_SKB_ALLOC], 1);
 	} else {
 		n = uskb_should_fail() ? NULL : uskb_shell_get(t);
@@ -75,36 +85,36 @@ struct uskb *uskb_clone(struct uskb *skb)
 			errno = ENOMEM;
 			return NULL;
 		}
-		n->fclone = USKB_FCLONE_UNAVAILABLE;
+		fclone = USKB_FCLONE_UNAVAILABLE;
 	}
+	/*
+	 * __skb_clone(): everything from dev to truesize in one block copy
+	 * (wide loads and stores, the header copy included), then what the
+	 * clone does not inherit. users is left out: other holders of @skb
+	 * change it atomically.
+	 */
+	memcpy((char *)n + CLONE_FROM, (const char *)skb + CLONE_FROM, CLONE_TO - CLONE_FROM);
 	n->next = n->prev = NULL;
 	n->sk = NULL;
-	copy_skb_header(n, skb);
-	n->len = skb->len;
-	n->data_len = skb->data_len;
-	n->mac_len = skb->mac_len;
-	n->hdr_len = skb->nohdr ? (uint16_t)uskb_headroom(skb) : skb->hdr_len;
+	n->destructor = NULL;
+	if (skb->nohdr)
+		n->hdr_len = (uint16_t)uskb_headroom(skb);
+	/* adjacent bitfield stores: one write of the flag byte */
 	n->cloned = 1;
 	n->nohdr = 0;
-	n->pfmemalloc = skb->pfmemalloc;
-	n->pp_recycle = skb->pp_recycle;
-	n->head_frag = skb->head_frag;
-	n->__kbuf_class = skb->__kbuf_class;
-	n->__zcopy_hint = skb->__zcopy_hint;
-	n->destructor = NULL;
+	n->fclone = fclone & 3;
 	n->alloc_cpu = t->id;
-	n->tail = skb->tail;
-	n->end = skb->end;
-	n->head = skb->head;
-	n->data = skb->data;
-	n->truesize = skb->truesize;
 	atomic_init(&n->users, 1);
 	/* relaxed: we hold a data reference, so the count cannot reach zero */
 	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
-	skb->cloned = 1;
+	/* once: a write per clone of a flag byte other threads read costs */
+	if (!skb->cloned)
+		skb->cloned = 1;
 	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 	return n;
 }
+#undef CLONE_FROM
+#undef CLONE_TO
 
 struct uskb *uskb_copy(const struct uskb *skb)
 {
