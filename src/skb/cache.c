@@ -50,6 +50,10 @@ static void tls_destructor(void *arg)
 static void tls_key_init(void)
 {
 	tls_key_err = pthread_key_create(&tls_key, tls_destructor);
+#if defined(__x86_64__)
+	/* before __builtin_cpu_supports(): we may run ahead of the constructors */
+	__builtin_cpu_init();
+#endif
 }
 
 /* Forget the eventfd's count: the slot's new thread starts with no kick pending. */
@@ -86,6 +90,9 @@ struct uskb_tls *__uskb_tls_create(void)
 		}
 		memset(t, 0, sizeof(*t));
 		t->id = reg.nslots;
+#if defined(__x86_64__)
+		t->wide = __builtin_cpu_supports("avx2");
+#endif
 		t->frag.node = USKB_NO_NODE;
 		atomic_init(&t->efd, -1);
 		__uskb_owner_tab[reg.nslots++] = t;

@@ -100,6 +100,7 @@ struct uskb_tls {
 	/* owner only */
 	_Alignas(64) int id;
 	unsigned int nshell;
+	bool wide;			/* the CPU has 32-byte stores (AVX2) */
 	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
 	struct uskb *shells[USKB_CACHE_MAX];
 	struct uskb_page_frag_cache frag;
