@@ -322,12 +322,13 @@ $(BUILD)/bench/bench_sock: bench/bench_sock.c $(BENCH_DEPS) $(ALL_A)
 	$(call quiet,CC,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(URING_CFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
 
-# DPDK's headers are not clean under our warnings; its own flags, and -Wall
-$(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS)
+# DPDK's headers are not clean under our warnings; its own flags, and -Wall;
+# libuskb linked in for the head-to-head rows
+$(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS) $(STATIC)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
-	$(Q)$(CC) -std=gnu11 -Wall $(SANFLAGS) $(CFLAGS) $(shell pkg-config --cflags libdpdk) $< -o $@ \
-		$(shell pkg-config --libs libdpdk)
+	$(Q)$(CC) -std=gnu11 -Iinclude -Wall $(SANFLAGS) $(CFLAGS) $(shell pkg-config --cflags libdpdk) $< -o $@ \
+		$(STATIC) $(shell pkg-config --libs libdpdk) $(LDLIBS)
 
 # ---- install ----
 

@@ -5,6 +5,11 @@
  * mempool with a 256-entry per-lcore cache (EAL --no-huge, lcores 0-1), and
  * producer/consumer with the consumer on lcore 1 freeing into the mempool
  * (through the same SPSC ring the uskb benchmark uses).
+ *
+ * Then the same three loops head to head: DPDK's and uskb's (linked in)
+ * timed in short runs that alternate within this one process, so a vCPU
+ * whose speed drifts (this VM's do, by up to 1.6x within minutes) slows
+ * both sides alike. Rows "h2h.<loop>.dpdk" and "h2h.<loop>.uskb".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
@@ -14,6 +19,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <uskb/uskb.h>
 #include "bench.h"
 #include "spsc.h"
 
@@ -61,6 +67,116 @@ static double pc_run(unsigned int worker)
 	}
 	rte_eal_wait_lcore(worker);
 	return (double)pc_total / (bench_now_ns() - t0) * 1e3;
+}
+
+/* the clone loops' templates, made on first use */
+static struct rte_mbuf *h2h_mtmpl;
+static struct uskb *h2h_stmpl;
+
+/* the loops both sides run; each returns ns per operation over @n */
+static double loop_dpdk(int w, long n)
+{
+	struct rte_mbuf *v[BURST], *m, *tmpl = h2h_mtmpl;
+	double t0 = bench_now_ns();
+	long i;
+
+	if (!tmpl) {
+		tmpl = h2h_mtmpl = rte_pktmbuf_alloc(mp);
+		rte_pktmbuf_append(tmpl, 200);
+	}
+	switch (w) {
+	case 0:
+		for (i = 0; i < n; i++) {
+			m = rte_pktmbuf_alloc(mp);
+			bench_sink += m->buf_len;
+			rte_pktmbuf_free(m);
+		}
+		break;
+	case 1:
+		for (i = 0; i < n / BURST; i++) {
+			if (rte_pktmbuf_alloc_bulk(mp, v, BURST))
+				abort();
+			bench_sink += v[0]->buf_len;
+			rte_pktmbuf_free_bulk(v, BURST);
+		}
+		break;
+	default:
+		for (i = 0; i < n; i++) {
+			m = rte_pktmbuf_clone(tmpl, mp);
+			bench_sink += m->pkt_len;
+			rte_pktmbuf_free(m);
+		}
+	}
+	return (bench_now_ns() - t0) / (double)n;
+}
+
+static double loop_uskb(int w, long n)
+{
+	struct uskb *v[BURST], *s, *tmpl = h2h_stmpl;
+	double t0 = bench_now_ns();
+	long i;
+
+	if (!tmpl) {
+		tmpl = h2h_stmpl = uskb_alloc(256);
+		uskb_put_zero(tmpl, 200);
+	}
+	switch (w) {
+	case 0:
+		for (i = 0; i < n; i++) {
+			s = uskb_alloc(256);
+			bench_sink += s->end;
+			uskb_free(s);
+		}
+		break;
+	case 1:
+		for (i = 0; i < n / BURST; i++) {
+			if (uskb_alloc_bulk(v, BURST, 256))
+				abort();
+			bench_sink += v[0]->end;
+			uskb_free_bulk(v, BURST);
+		}
+		break;
+	default:
+		for (i = 0; i < n; i++) {
+			s = uskb_clone(tmpl);
+			bench_sink += s->len;
+			uskb_free(s);
+		}
+	}
+	return (bench_now_ns() - t0) / (double)n;
+}
+
+#define H2H_RUNS 15
+
+/* @n operations a run, H2H_RUNS runs a side after one warm-up each, the order alternating */
+static void head_to_head(long n)
+{
+	static const char *const name[] = { "alloc_free", "st32", "clone_free" };
+	int w, k, runs = bench_smoke() ? 1 : H2H_RUNS;
+
+	for (w = 0; w < 3; w++) {
+		double d[H2H_RUNS], u[H2H_RUNS];
+		char row[64];
+
+		snprintf(row, sizeof(row), "h2h.%s (dpdk, uskb alternating)", name[w]);
+		bench_row(row);
+		loop_dpdk(w, n);
+		loop_uskb(w, n);
+		for (k = 0; k < runs; k++) {
+			if (k & 1) {
+				u[k] = loop_uskb(w, n);
+				d[k] = loop_dpdk(w, n);
+			} else {
+				d[k] = loop_dpdk(w, n);
+				u[k] = loop_uskb(w, n);
+			}
+		}
+		printf("h2h.%s.dpdk %.2f\n", name[w], bench_median(d, runs));
+		printf("h2h.%s.uskb %.2f\n", name[w], bench_median(u, runs));
+		fflush(stdout);
+	}
+	rte_pktmbuf_free(h2h_mtmpl);
+	uskb_free(h2h_stmpl);
 }
 
 int main(int argc, char **argv)
@@ -115,6 +231,7 @@ int main(int argc, char **argv)
 			r[k] = pc_run(worker);
 		printf("pc.dpdk %.2f\n", bench_median(r, runs));
 	}
+	head_to_head(bench_n(4000000L));
 	rte_mempool_free(mp);
 	rte_eal_cleanup();
 	return 0;
