@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <net/if_arp.h>
@@ -57,6 +58,7 @@ struct ptx {
 	size_t ring_len;
 	unsigned int frame_size, frame_nr, cur;
 	unsigned int max_len; /* of a frame in a ring slot */
+	unsigned int vnet;    /* bytes of virtio-net header before each frame: 0 or 10 */
 	unsigned int pending; /* frames handed to the ring since the last send() */
 	struct uskb_dev_link link; /* the interface as this queue last saw it */
 };
@@ -90,6 +92,15 @@ static int setup_ring(struct ptx *t, unsigned int mtu)
 		return -errno;
 	/* straight to the driver, as trafgen: no qdisc, no taps on the way */
 	setsockopt(t->fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one));
+	/*
+	 * A virtio-net header before each frame says how much of it the
+	 * kernel copies into the skb's linear part (hdr_len); without one it
+	 * copies 14 bytes and attaches the rest as frags of the ring's pages,
+	 * which whoever receives must pull back into a linear head. Before
+	 * the ring: the kernel refuses it after (EBUSY).
+	 */
+	t->vnet = setsockopt(t->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ?
+			  0 : (unsigned int)sizeof(struct virtio_net_hdr);
 	memset(&req, 0, sizeof(req));
 	req.tp_frame_size = fs;
 	req.tp_block_size = fs > 65536 ? fs : 65536;
@@ -105,7 +116,7 @@ static int setup_ring(struct ptx *t, unsigned int mtu)
 	}
 	t->frame_size = fs;
 	t->frame_nr = req.tp_frame_nr;
-	t->max_len = fs - (unsigned int)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll));
+	t->max_len = fs - (unsigned int)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) - t->vnet;
 	return 0;
 }
 
@@ -301,18 +312,20 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 	run = k;
 	for (r = w = first; k--; r = next_slot(t, r)) {
 		struct tpacket2_hdr *h = slot(t, r);
-		unsigned char *data = (unsigned char *)h + DATA_OFF;
+		unsigned char *data = (unsigned char *)h + DATA_OFF + t->vnet;
+		unsigned int len = h->tp_len - t->vnet; /* the frame's, without the header */
 
-		if (gone || r == first || h->tp_len < 14 ||
-		    __uskb_dev_frame_too_long(t->link.mtu, data + 12, h->tp_len)) {
+		if (gone || r == first || h->tp_len < t->vnet + 14 ||
+		    __uskb_dev_frame_too_long(t->link.mtu, data + 12, len)) {
 			lost++;
-			bytes += h->tp_len;
+			bytes += len;
 			continue;
 		}
 		if (w != r) {
 			struct tpacket2_hdr *to = slot(t, w);
 
-			memcpy((unsigned char *)to + DATA_OFF, data, h->tp_len);
+			/* the frame with its virtio-net header */
+			memcpy((unsigned char *)to + DATA_OFF, (unsigned char *)h + DATA_OFF, h->tp_len);
 			to->tp_len = h->tp_len;
 			__atomic_store_n(&to->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 		}
@@ -367,9 +380,19 @@ static void packet_flush(struct uskb_dev *dev, unsigned int queue)
 		__uskb_dev_link_check(dev, t->fd, &t->link, USKB_LINK_IDLE);
 }
 
+/*
+ * Frames up to this size the kernel copies whole into the skb's linear
+ * part (on veth: 60-byte frames 1.19x faster into the stack, 1.34x into
+ * an XDP program). Longer ones keep the kernel's default of 14 bytes
+ * linear and the rest frags of the ring: 256 bytes linear made 1500-byte
+ * frames slower into an XDP receiver, which copies them anyway.
+ */
+#define VNET_LINEAR 256
+
 static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, int n, int *res)
 {
 	bool kicked = false;
+	unsigned char *at;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -399,8 +422,18 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 				break;
 			}
 		}
-		uskb_copy_bits(skb, 0, (unsigned char *)h + DATA_OFF, (int)skb->len);
-		h->tp_len = skb->len;
+		at = (unsigned char *)h + DATA_OFF;
+		if (t->vnet) {
+			/* no offload; a short frame all linear, a long one as without the header */
+			struct virtio_net_hdr vh = {
+				.hdr_len = (uint16_t)(skb->len <= VNET_LINEAR ? skb->len : 0),
+			};
+
+			memcpy(at, &vh, sizeof(vh));
+			at += sizeof(vh);
+		}
+		uskb_copy_bits(skb, 0, at, (int)skb->len);
+		h->tp_len = skb->len + t->vnet;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 		t->cur = next_slot(t, t->cur);
 		t->pending++;
