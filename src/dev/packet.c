@@ -3,7 +3,8 @@
  * The packet: device: a real Linux interface through AF_PACKET sockets.
  *   packet:IFNAME        TPACKET_V2 TX ring with PACKET_QDISC_BYPASS: each
  *                        frame (head and frags) is gathered into a ring
- *                        slot, one send() flushes a whole burst
+ *                        slot behind a virtio-net header, one send()
+ *                        flushes a whole burst
  *   packet:IFNAME:mmsg   sendmmsg() with an iovec per head and frag (the
  *                        kernel copies; no ring)
  * One socket per queue of the interface (a queue of the device is a
