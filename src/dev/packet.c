@@ -277,19 +277,64 @@ static unsigned int slot_status(struct tpacket2_hdr *h)
 }
 
 /*
+ * Take frames out of the waiting run of @k slots from @first up to cur:
+ * the first one when @drop_first (the kernel refused it), every one when
+ * @gone, and every one the interface's MTU (t->link.mtu) no longer
+ * allows. The frames behind move up (each with its virtio-net header),
+ * the freed slots become available, and each frame taken out is counted
+ * lost (@why). The kernel reads the ring only inside our send(), so
+ * nothing moves under us. The number of frames taken out.
+ */
+static uint64_t ring_compact(struct packet_priv *p, struct ptx *t, unsigned int first,
+			     unsigned int k, bool drop_first, bool gone, const char *why)
+{
+	unsigned int r, w, run = k;
+	uint64_t lost = 0, bytes = 0, freed;
+
+	for (r = w = first; k--; r = next_slot(t, r)) {
+		struct tpacket2_hdr *h = slot(t, r);
+		unsigned char *data = (unsigned char *)h + DATA_OFF + t->vnet;
+		unsigned int len = h->tp_len - t->vnet; /* the frame's, without the header */
+
+		if (gone || (drop_first && r == first) || h->tp_len < t->vnet + 14 ||
+		    __uskb_dev_frame_too_long(t->link.mtu, data + 12, len)) {
+			lost++;
+			bytes += len;
+			continue;
+		}
+		if (w != r) {
+			struct tpacket2_hdr *to = slot(t, w);
+
+			/* the frame with its virtio-net header */
+			memcpy((unsigned char *)to + DATA_OFF, (unsigned char *)h + DATA_OFF, h->tp_len);
+			to->tp_len = h->tp_len;
+			__atomic_store_n(&to->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+		}
+		w = next_slot(t, w);
+	}
+	if (!lost)
+		return 0;
+	/* what is left between the last kept frame and the end of the run is free */
+	for (r = w, freed = lost; freed--; r = next_slot(t, r))
+		__atomic_store_n(&slot(t, r)->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
+	t->cur = w;
+	/* the kept frames wait for a send(): the next flush gives it */
+	t->pending = run - (unsigned int)lost;
+	__uskb_dev_tx_lost(p->dev, (unsigned int)(t - p->tx), lost, bytes, why);
+	return lost;
+}
+
+/*
  * The kernel refused the frame at its place in the ring (TP_STATUS_WRONG_FORMAT:
  * longer than the MTU now allows) and stays there: it only ever takes the
  * next slot, and only once it says SEND_REQUEST. Take the refused frame out,
  * and with it every waiting one the interface's MTU (asked again) no longer
- * allows: the frames behind move up, the ring goes on. When the interface is
- * gone (@gone), every frame still waiting is lost. Each one lost is counted
- * as dropped. The kernel reads the ring only inside our send(), so nothing
- * moves under us.
+ * allows: the ring goes on. When the interface is gone (@gone), every frame
+ * still waiting is lost.
  */
 static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 {
-	unsigned int q = (unsigned int)(t - p->tx), first = t->frame_nr, r, w, k, run;
-	uint64_t lost = 0, bytes = 0, freed;
+	unsigned int first = t->frame_nr, r, k;
 
 	for (r = 0; r < t->frame_nr; r++) {
 		unsigned int st = slot_status(slot(t, r));
@@ -310,37 +355,42 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
 	k = (t->cur + t->frame_nr - first) % t->frame_nr;
 	if (!k)
 		k = t->frame_nr;
-	run = k;
-	for (r = w = first; k--; r = next_slot(t, r)) {
-		struct tpacket2_hdr *h = slot(t, r);
-		unsigned char *data = (unsigned char *)h + DATA_OFF + t->vnet;
-		unsigned int len = h->tp_len - t->vnet; /* the frame's, without the header */
-
-		if (gone || r == first || h->tp_len < t->vnet + 14 ||
-		    __uskb_dev_frame_too_long(t->link.mtu, data + 12, len)) {
-			lost++;
-			bytes += len;
-			continue;
-		}
-		if (w != r) {
-			struct tpacket2_hdr *to = slot(t, w);
-
-			/* the frame with its virtio-net header */
-			memcpy((unsigned char *)to + DATA_OFF, (unsigned char *)h + DATA_OFF, h->tp_len);
-			to->tp_len = h->tp_len;
-			__atomic_store_n(&to->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-		}
-		w = next_slot(t, w);
-	}
-	/* what is left between the last kept frame and the end of the run is free */
-	for (r = w, freed = lost; freed--; r = next_slot(t, r))
-		__atomic_store_n(&slot(t, r)->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
-	t->cur = w;
-	/* the kept frames wait for a send(): the next flush gives it */
-	t->pending = run - (unsigned int)lost;
-	__uskb_dev_tx_lost(p->dev, q, lost, bytes,
-			   gone ? NULL : "the kernel refused them (the MTU changed?)");
+	ring_compact(p, t, first, k, true, gone,
+		     gone ? NULL : "the kernel refused them (the MTU changed?)");
 	return true;
+}
+
+/*
+ * With a virtio-net header the kernel no longer refuses ring frames past
+ * the MTU (it checks the MTU only for sockets without one), so the device
+ * does: the MTU is asked before each send(), and when it fell, the waiting
+ * frames it no longer allows are taken out and counted lost, as the
+ * kernel's refusal would have them. One ioctl per send() of up to 64
+ * frames.
+ */
+static void ring_mtu_check(struct packet_priv *p, struct ptx *t)
+{
+	unsigned int old = t->link.mtu, k = 0, r = t->cur;
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->ifname);
+	if (ioctl(t->fd, SIOCGIFMTU, &ifr) || (unsigned int)ifr.ifr_mtu == old)
+		return; /* (renamed or gone: the link check says so) */
+	t->link.mtu = (unsigned int)ifr.ifr_mtu;
+	__atomic_store_n(&p->dev->mtu, t->link.mtu, __ATOMIC_RELAXED);
+	if (t->link.mtu > old)
+		return;
+	/* the waiting run: the slots before cur the kernel has not taken yet */
+	while (k < t->frame_nr) {
+		r = r ? r - 1 : t->frame_nr - 1;
+		if (!(slot_status(slot(t, r)) & TP_STATUS_SEND_REQUEST))
+			break;
+		k++;
+	}
+	if (k)
+		ring_compact(p, t, (t->cur + t->frame_nr - k) % t->frame_nr, k, false, false,
+			     "the interface's MTU fell under them");
 }
 
 /* send() on the ring: what the kernel says decides what happens to the frames waiting */
@@ -348,6 +398,8 @@ static void ring_send(struct packet_priv *p, struct ptx *t)
 {
 	int e;
 
+	if (t->vnet)
+		ring_mtu_check(p, t);
 	t->pending = 0;
 	if (send(t->fd, NULL, 0, MSG_DONTWAIT) >= 0)
 		return;
