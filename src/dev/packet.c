@@ -98,7 +98,9 @@ static int setup_ring(struct ptx *t, unsigned int mtu)
 	 * kernel copies into the skb's linear part (hdr_len); without one it
 	 * copies 14 bytes and attaches the rest as frags of the ring's pages,
 	 * which whoever receives must pull back into a linear head. Before
-	 * the ring: the kernel refuses it after (EBUSY).
+	 * the ring: the kernel refuses it after (EBUSY). (A kernel whose TX
+	 * ring predates the header's support would send it as frame bytes;
+	 * the 6.x kernels uskb is tested on read it.)
 	 */
 	t->vnet = setsockopt(t->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ?
 			  0 : (unsigned int)sizeof(struct virtio_net_hdr);
