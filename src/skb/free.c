@@ -177,11 +177,10 @@ static __attribute__((noinline)) void kfree_skb_here(struct uskb *skb)
 }
 
 /*
- * uskb_free() of an skb that is not plain: the next likeliest is a clone
- * (a tap's, a retransmit queue's). Out of line, so uskb_free() saves no
- * registers.
+ * uskb_free() of a clone (a tap's, a retransmit queue's): out of line, so
+ * uskb_free() saves no registers.
  */
-static __attribute__((noinline)) void free_not_plain(struct uskb_tls *t, struct uskb *skb)
+static __attribute__((noinline)) void free_cloned(struct uskb_tls *t, struct uskb *skb)
 {
 	if (!free_clone(t, skb))
 		kfree_skb_here(skb);
@@ -203,8 +202,11 @@ void uskb_free(struct uskb *skb)
 			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
 			return;
 		}
-		free_not_plain(t, skb);
-		return;
+		/* next likeliest: a clone; every other skb goes straight on */
+		if (skb->cloned) {
+			free_cloned(t, skb);
+			return;
+		}
 	}
 	kfree_skb_here(skb);
 }
