@@ -367,21 +367,15 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
  * the MTU (it checks the MTU only for sockets without one), so the device
  * does: the MTU is asked before each send(), and when it fell, the waiting
  * frames it no longer allows are taken out and counted lost, as the
- * kernel's refusal would have them. One ioctl per send() of up to 64
+ * kernel's refusal would have them. Two ioctls per send() of up to 64
  * frames.
  */
 static void ring_mtu_check(struct packet_priv *p, struct ptx *t)
 {
 	unsigned int old = t->link.mtu, k = 0, r = t->cur;
-	struct ifreq ifr;
 
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", p->ifname);
-	if (ioctl(t->fd, SIOCGIFMTU, &ifr) || (unsigned int)ifr.ifr_mtu == old)
-		return; /* (renamed or gone: the link check says so) */
-	t->link.mtu = (unsigned int)ifr.ifr_mtu;
-	__atomic_store_n(&p->dev->mtu, t->link.mtu, __ATOMIC_RELAXED);
-	if (t->link.mtu > old)
+	/* asked by index, so a renamed interface is still ours; gone, it is down */
+	if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_MTU) || t->link.mtu >= old)
 		return;
 	/* the waiting run: the slots before cur the kernel has not taken yet */
 	while (k < t->frame_nr) {

@@ -50,6 +50,7 @@ enum uskb_link_when {
 	USKB_LINK_HOT,	/* from a fast path: a clock read every 256 calls, then as IDLE */
 	USKB_LINK_IDLE, /* at most every 100 ms */
 	USKB_LINK_NOW,	/* at once (something failed) */
+	USKB_LINK_MTU,	/* at once, the MTU alone (and whether the interface is still there) */
 };
 /*
  * Is the interface behind @dev (its ifindex) still there and up? Asked of

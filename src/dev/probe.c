@@ -104,16 +104,18 @@ int __uskb_dev_link_check(struct uskb_dev *dev, int fd, struct uskb_dev_link *l,
 	/* on the fast path a clock read every 256 calls; the interface every 100 ms */
 	if (when == USKB_LINK_HOT && (++l->calls & 255))
 		return 0;
-	t = uskb_mono_ns();
-	if (when != USKB_LINK_NOW && t < l->next_ns)
-		return 0;
-	l->next_ns = t + 100 * 1000000ull;
+	if (when != USKB_LINK_MTU) {
+		t = uskb_mono_ns();
+		if (when != USKB_LINK_NOW && t < l->next_ns)
+			return 0;
+		l->next_ns = t + 100 * 1000000ull;
+	}
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_ifindex = (int)dev->ifindex;
 	if (ioctl(fd, SIOCGIFNAME, &ifr))
 		return errno == ENODEV ? __uskb_dev_set_down(dev, ENODEV, "the interface (index %u) was deleted",
 							   dev->ifindex) : 0;
-	if (!ioctl(fd, SIOCGIFFLAGS, &ifr) && !(ifr.ifr_flags & IFF_UP))
+	if (when != USKB_LINK_MTU && !ioctl(fd, SIOCGIFFLAGS, &ifr) && !(ifr.ifr_flags & IFF_UP))
 		return __uskb_dev_set_down(dev, ENETDOWN, "%s went down", ifr.ifr_name);
 	if (!ioctl(fd, SIOCGIFMTU, &ifr) && (unsigned int)ifr.ifr_mtu != l->mtu) {
 		l->mtu = (unsigned int)ifr.ifr_mtu;
