@@ -35,7 +35,7 @@ ifeq ($(HAVE_XDP),1)
 XDP_CFLAGS  := -DUSKB_HAVE_XDP $(shell pkg-config --cflags libxdp libbpf)
 XDP_LIBS    := $(shell pkg-config --libs libxdp libbpf)
 else
-$(info uskb: building everything but the xdp: device (no libxdp-dev/libbpf-dev, or HAVE_XDP=0))
+$(info uskb: building everything but the xdp: and xdp-live: devices (no libxdp-dev/libbpf-dev, or HAVE_XDP=0))
 endif
 # the socket devices' uring mode needs liburing (liburing-dev); without it that mode says so
 HAVE_URING  ?= $(shell pkg-config --exists liburing 2>/dev/null && echo 1)
@@ -73,6 +73,16 @@ CORE_OBJS   := $(call objs,$(CORE_SRCS))
 NETDEV_OBJS := $(call objs,$(NETDEV_SRCS))
 PKTGEN_OBJS := $(call objs,$(PKTGEN_SRCS))
 VHOST_OBJS  := $(call objs,$(VHOST_SRCS))
+# xdp-live: uskb-pktgen's live program is BPF (clang -target bpf), loaded with libbpf;
+# without clang or libbpf the device refuses to run and says why
+HAVE_LIVE   ?= $(if $(and $(filter 1,$(HAVE_XDP)),$(shell command -v clang)),1)
+ifeq ($(HAVE_LIVE),1)
+LIVE_CFLAGS := -DUSKB_HAVE_XDP_LIVE $(shell pkg-config --cflags libbpf)
+PKTGEN_LIBS := $(shell pkg-config --libs libbpf)
+PKTGEN_OBJS += $(BUILD)/obj/pktgen/live_obj.o
+else
+$(info uskb: uskb-pktgen without its xdp-live: program (no clang, libbpf-dev, or HAVE_LIVE=0))
+endif
 LIB_OBJS    := $(CORE_OBJS) $(NETDEV_OBJS) $(PKTGEN_OBJS) $(VHOST_OBJS)
 HEADERS     := $(wildcard include/uskb/*.h)
 PRIV_HEADERS := $(wildcard src/*/*.h)
@@ -119,7 +129,14 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(LIBFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/dev/xdp.o: LIBFLAGS += $(XDP_CFLAGS)
+$(BUILD)/obj/dev/xdp.o $(BUILD)/obj/dev/xdplive.o: LIBFLAGS += $(XDP_CFLAGS)
+$(BUILD)/obj/pktgen/live.o: LIBFLAGS += $(LIVE_CFLAGS)
+$(BUILD)/obj/pktgen/live.o: bpf/pktgen_live.h
+# the live program's ELF image, linked in (.incbin)
+$(BUILD)/obj/pktgen/live_obj.o: src/pktgen/live_obj.S $(BUILD)/bpf/pktgen_live.o
+	@mkdir -p $(@D)
+	$(call quiet,AS,$<)
+	$(Q)$(CC) -c -DUSKB_LIVE_OBJ='"$(BUILD)/bpf/pktgen_live.o"' $< -o $@
 # the uring send (sock_uring.c) and the uring receive (sock_rx.c)
 $(BUILD)/obj/dev/sock_uring.o $(BUILD)/obj/dev/sock_rx.o: LIBFLAGS += $(URING_CFLAGS)
 
@@ -148,14 +165,14 @@ $(NETDEV_SO): $(NETDEV_OBJS) src/dev/libuskb-netdev.map $(SHARED)
 	$(call shared_lib,libuskb-netdev,$(NETDEV_OBJS),src/dev/libuskb-netdev.map,-luskb $(NETDEV_LIBS) $(LDLIBS))
 
 $(PKTGEN_SO): $(PKTGEN_OBJS) src/pktgen/libuskb-pktgen.map $(NETDEV_SO)
-	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(LDLIBS))
+	$(call shared_lib,libuskb-pktgen,$(PKTGEN_OBJS),src/pktgen/libuskb-pktgen.map,-luskb-netdev -luskb $(PKTGEN_LIBS) $(LDLIBS))
 
 $(VHOST_SO): $(VHOST_OBJS) src/vhost/libuskb-vhost.map $(NETDEV_SO)
 	$(call shared_lib,libuskb-vhost,$(VHOST_OBJS),src/vhost/libuskb-vhost.map,-luskb-netdev -luskb $(LDLIBS))
 
 # the .pc files follow PREFIX and friends: a build for /usr/local and an
 # install for /usr must not share them
-PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(NETDEV_LIBS)
+PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(NETDEV_LIBS)|$(PKTGEN_LIBS)
 $(BUILD)/pc-vars: FORCE
 	@mkdir -p $(@D)
 	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' > $@
@@ -164,7 +181,8 @@ $(BUILD)/%.pc: %.pc.in $(BUILD)/pc-vars Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@NETDEV_LIBS@|$(NETDEV_LIBS)|g' $< > $@
+		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@NETDEV_LIBS@|$(NETDEV_LIBS)|g' \
+		-e 's|@PKTGEN_LIBS@|$(PKTGEN_LIBS)|g' $< > $@
 
 # no call from a lower layer into a higher one; every global prefixed; the .so files export their maps
 check-layers: lib $(TOOL_OBJS)
@@ -209,10 +227,11 @@ $(BUILD)/tools/uskb-dp: $(DP_TOOL_OBJS) $(ALL_A)
 
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS) $(BPF_OBJS)
 
-$(BUILD)/bpf/%.o: bpf/%.c
+# -g: libbpf reads the maps of pktgen_live.c from the BTF it gives
+$(BUILD)/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
 	@mkdir -p $(@D)
 	$(call quiet,BPF,$<)
-	$(Q)clang -O2 -target bpf -I/usr/include/$(MULTIARCH) -c $< -o $@
+	$(Q)clang -O2 -g -Wall -target bpf -I/usr/include/$(MULTIARCH) -c $< -o $@
 
 # shell tests run from the build directory like the C ones
 $(BUILD)/test/%: test/%.sh

@@ -6,7 +6,7 @@
 # everything on the receiving side and an optional tc program that drops
 # everything leaving the sending side.
 #
-#   scripts/netns-veth.sh up   [-p PREFIX] [-q QUEUES] [-x] [-s]
+#   scripts/netns-veth.sh up   [-p PREFIX] [-q QUEUES] [-x | -g] [-s]
 #   scripts/netns-veth.sh down [-p PREFIX]
 #   scripts/netns-veth.sh show [-p PREFIX]
 #
@@ -16,6 +16,9 @@
 # -p PREFIX  names (default uskb; at most 10 characters)
 # -q N       N TX and RX queues on each end (default 1)
 # -x         attach an XDP program dropping every frame to PREFIX1
+# -g         attach an XDP program passing every frame on to PREFIX1's stack:
+#            a veth takes frames sent by XDP (xdp-live:) only with an XDP
+#            program (or GRO) on (bpf/xdp_pass.c)
 # -s         a sink on the sending side: a tc clsact egress program on PREFIX0
 #            drops every frame it sends, so zero-copy sends complete without
 #            the copy a receiver on this host would take (bpf/tc_drop.c)
@@ -30,13 +33,14 @@ set -eu
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 prefix=uskb queues=1 xdp=0 sink=0
-while getopts "p:q:xs" o; do
+while getopts "p:q:xgs" o; do
 	case $o in
 	p) prefix=$OPTARG ;;
 	q) queues=$OPTARG ;;
 	x) xdp=1 ;;
+	g) xdp=2 ;;
 	s) sink=1 ;;
-	*) echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x] [-s]" >&2; exit 2 ;;
+	*) echo "usage: $0 up|down|show [-p PREFIX] [-q QUEUES] [-x | -g] [-s]" >&2; exit 2 ;;
 	esac
 done
 case $prefix in
@@ -57,7 +61,7 @@ bpf_object() { # NAME: built on demand, bpf/NAME.c -> build/bpf/NAME.o
 	here=$(cd "$(dirname "$0")/.." && pwd)
 	obj=$here/build/bpf/$1.o
 	if [ ! -f "$obj" ] || [ "$here/bpf/$1.c" -nt "$obj" ]; then
-		command -v clang >/dev/null || { echo "$0: -x and -s need clang (scripts/deps.sh)" >&2; exit 1; }
+		command -v clang >/dev/null || { echo "$0: -x, -g and -s need clang (scripts/deps.sh)" >&2; exit 1; }
 		mkdir -p "$(dirname "$obj")"
 		clang -O2 -target bpf -I"/usr/include/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)" \
 			-c "$here/bpf/$1.c" -o "$obj"
@@ -79,6 +83,7 @@ up)
 	fi
 	obj="" tcobj=""
 	[ $xdp = 1 ] && obj=$(bpf_object xdp_drop)
+	[ $xdp = 2 ] && obj=$(bpf_object xdp_pass)
 	[ $sink = 1 ] && tcobj=$(bpf_object tc_drop)
 	trap 'down' EXIT
 	ip netns add "$na"
@@ -123,7 +128,7 @@ up)
 		ip netns exec "$na" tc filter add dev "$da" egress bpf direct-action obj "$tcobj" sec tc
 	fi
 	trap - EXIT
-	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")$([ $sink = 1 ] && echo ", tc egress drop on $da")"
+	echo "$na/$da 198.18.0.1 <-> $nb/$db 198.18.0.2, $queues queue(s)$([ $xdp = 1 ] && echo ", XDP drop on $db")$([ $xdp = 2 ] && echo ", XDP pass on $db")$([ $sink = 1 ] && echo ", tc egress drop on $da")"
 	;;
 down)
 	need_root

@@ -16,6 +16,9 @@
  *                 receive); a bare interface name means the same
  *                 (docs/devices.md);
  *   "xdp:IFNAME[:QUEUE][:copy|:zc]"  AF_XDP;
+ *   "xdp-live:IFNAME"  frames sent from inside the kernel: an XDP program
+ *                 run on them in live-frames mode (BPF_PROG_RUN), its
+ *                 XDP_TX out of the interface (uskb_dev_xdp_run());
  *   "udp:HOST:PORT[,OPT...]", "tcp:HOST:PORT[,OPT...]", "unix:PATH[,OPT...]"
  *                 frames through a kernel socket, framed as QEMU's -netdev
  *                 dgram and stream; options copy, zc (MSG_ZEROCOPY), uring
@@ -58,6 +61,11 @@ enum {
 	 * for IPv4 with USKB_DEV_F_IP_CSUM, for IPv6 with USKB_DEV_F_IPV6_CSUM.
 	 */
 	USKB_DEV_F_TSO = 1 << 6,
+	/**
+	 * Runs an XDP program on a frame in the kernel, many times over, and
+	 * sends what it returns XDP_TX for (uskb_dev_xdp_run(): xdp-live:).
+	 */
+	USKB_DEV_F_XDP_RUN = 1 << 7,
 };
 
 /** Per-skb transmit result (netdev_tx_t / NET_XMIT_*). */
@@ -218,6 +226,25 @@ USKB_API int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb *
  * moment's).
  */
 USKB_API void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct uskb_dev_stats *st);
+
+/**
+ * The kernel's replay of one frame (xdp-live: devices): the XDP program
+ * @prog_fd runs on @frame (@len bytes, an Ethernet frame) @repeat times in
+ * live-frames mode (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES, Linux
+ * 5.18+), @batch frames at a time (0: the kernel's 64), on the calling
+ * CPU; every copy the program returns XDP_TX for goes out of the
+ * interface, as @queue's. Each run starts from @frame or from a copy the
+ * program already changed (the kernel recycles them): the program writes
+ * every field it changes. @sent, where the program counts the frames it
+ * sent (NULL: each run counts as sent), gives the device's counters
+ * their exact growth. 0; -EINTR when a signal cut the run short (@sent
+ * says how far it got); -EMSGSIZE for a frame past the MTU or a page;
+ * -ENETDOWN once the interface is gone or down; -EOPNOTSUPP for a device
+ * of another type; or the kernel's -errno.
+ */
+USKB_API int uskb_dev_xdp_run(struct uskb_dev *dev, unsigned int queue, int prog_fd,
+			      const void *frame, unsigned int len, uint32_t repeat, uint32_t batch,
+			      const volatile uint64_t *sent);
 
 /** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
 USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);

@@ -81,6 +81,7 @@ static atomic_ullong open_ids;
 static const struct uskb_dev_ops *const builtin[] = {
 	&__uskb_dev_null_ops, &__uskb_dev_pcap_ops, &__uskb_dev_packet_ops, &__uskb_dev_xdp_ops,
 	&__uskb_dev_udp_ops,  &__uskb_dev_tcp_ops,  &__uskb_dev_unix_ops, &__uskb_dev_tap_ops,
+	&__uskb_dev_xdp_live_ops,
 };
 
 static struct {
@@ -176,11 +177,11 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 		if (!strchr(spec, ':'))
 			errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
 							 "there are), nor a device type: use null, "
-							 "pcap:FILE, packet:IFNAME, xdp:IFNAME, "
+							 "pcap:FILE, packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
 							 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH or tap:IFNAME", spec);
 		else
 			errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-							 "packet:IFNAME, xdp:IFNAME, udp:HOST:PORT, "
+							 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, udp:HOST:PORT, "
 							 "tcp:HOST:PORT, unix:PATH, tap:IFNAME or an interface name",
 						 spec);
 		return NULL;

@@ -108,5 +108,6 @@ extern const struct uskb_dev_ops __uskb_dev_udp_ops USKB_HIDDEN;
 extern const struct uskb_dev_ops __uskb_dev_tcp_ops USKB_HIDDEN;
 extern const struct uskb_dev_ops __uskb_dev_unix_ops USKB_HIDDEN;
 extern const struct uskb_dev_ops __uskb_dev_tap_ops USKB_HIDDEN;
+extern const struct uskb_dev_ops __uskb_dev_xdp_live_ops USKB_HIDDEN;
 
 #endif

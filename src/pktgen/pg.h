@@ -227,6 +227,7 @@ struct pg_dev {
 	unsigned int q_lo, q_hi;
 	struct uskb_pktgen_pkt pkt;
 	struct pg_tmpl *tmpl; /* the last frame kept, for copying (flow.c); NULL: none yet */
+	struct pg_live *live; /* sending through the kernel's replay (live.c); NULL: by skbs */
 };
 
 struct pg_thread {
@@ -267,6 +268,23 @@ USKB_HIDDEN int __uskb_pg_locks_init(struct pg_netdev *nd);
 USKB_HIDDEN void __uskb_pg_locks_free(struct pg_netdev *nd);
 /* start: run every device until all stop; called with pg->lock held, dropped meanwhile */
 USKB_HIDDEN int __uskb_pg_run(struct uskb_pktgen *pg);
+
+/* ---- live.c: xdp-live: devices, whose kernel replays the first frame ---- */
+
+/*
+ * Set a run on a device with USKB_DEV_F_XDP_RUN up: refuse what the live
+ * program cannot do, build the frame, load the program (d->live). 0, or
+ * -errno with the reason in d->result (the device does not run).
+ */
+USKB_HIDDEN int __uskb_pg_live_start(struct pg_dev *d);
+/*
+ * Send @n packets in one call, or fewer when @n is more than an unpaced
+ * call takes (live.c sizes those); *ok: how many went (the sequence number
+ * and the header state follow). 0 or -errno.
+ */
+USKB_HIDDEN int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok);
+/* the program and its state let go (d->live NULL); a no-op without */
+USKB_HIDDEN void __uskb_pg_live_stop(struct pg_dev *d);
 
 /* ---- show.c: the files and results; each returns the full length, as snprintf ---- */
 

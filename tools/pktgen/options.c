@@ -27,6 +27,7 @@ static void usage(FILE *f)
 		"Options of the kernel's samples/pktgen/parameters.sh:\n"
 		"  -i DEV        output device: null, null:nocsum, pcap:FILE, packet:IFNAME\n"
 		"                [:mmsg], xdp:IFNAME[:QUEUE][:copy|:zc], tap:IFNAME[,queues=N],\n"
+		"                xdp-live:IFNAME (the kernel replays the packet: BPF_PROG_RUN),\n"
 		"                an interface name,\n"
 		"                or a socket: udp:HOST:PORT, tcp:HOST:PORT, unix:PATH with\n"
 		"                options after commas (,zc ,uring ,gso ,listen ...; QEMU's\n"

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uskb-pktgen's live-frames program (the xdp-live: device). The kernel runs
+ * it on one frame, the packet uskb-pktgen built, over and over
+ * (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES); each run steps the
+ * header state as the kernel pktgen's mod_cur_headers() does, writes the
+ * fields that change into the frame (MAC addresses, UDP ports, IP
+ * addresses, IPv4 id and checksum, the pktgen header's sequence number and
+ * time, the UDP checksum) and sends it: XDP_TX, out of the interface the
+ * run names. Built with clang -target bpf and linked into libuskb-pktgen.
+ */
+#include <stdbool.h>
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "pktgen_live.h"
+
+struct pgl_shared g; /* .bss: the engine's view of it is mmap()ed */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* the engine sets cflows before loading */
+	__type(key, __u32);
+	__type(value, struct pgl_flow);
+} flows SEC(".maps");
+
+static __always_inline bool ip4_special(__u32 a /* host order */)
+{
+	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
+}
+
+/* add mc to the low four bytes of base into mac[1..5], carrying upward (mac[0] stays) */
+static __always_inline void bump_mac(__u8 *mac, const __u8 *base, __u32 mc)
+{
+	__u32 tmp = base[5] + (mc & 0xff);
+
+	mac[5] = (__u8)tmp;
+	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
+	mac[4] = (__u8)tmp;
+	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
+	mac[3] = (__u8)tmp;
+	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
+	mac[2] = (__u8)tmp;
+	tmp = base[1] + (tmp >> 8);
+	mac[1] = (__u8)tmp;
+}
+
+/* the MAC offset of a range: the next one, or a random one; false: no range */
+static __always_inline bool mac_step(__u32 count, __u32 *offset, bool rnd, __u32 *mc)
+{
+	if (count <= 1)
+		return false;
+	if (rnd) {
+		*mc = bpf_get_prandom_u32() % count;
+	} else {
+		*mc = (*offset)++;
+		if (*offset >= count)
+			*offset = 0;
+	}
+	return true;
+}
+
+static __always_inline void port_step(__u32 min, __u32 max, __u32 *cur, bool rnd)
+{
+	if (min >= max)
+		return;
+	if (rnd) {
+		*cur = bpf_get_prandom_u32() % (max - min) + min;
+	} else if (++*cur >= max) {
+		*cur = min;
+	}
+}
+
+static __always_inline __u32 fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u32)((sum & 0xffff) + (sum >> 16));
+}
+
+/* the two halves of a 32-bit word as they lie in memory, summed */
+static __always_inline __u64 halves(__u32 w)
+{
+	return (w & 0xffff) + (w >> 16);
+}
+
+SEC("xdp")
+int pktgen_live(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct pgl_cfg *c = &g.cfg;
+	struct pgl_state *s = &g.st;
+	__u32 nh = c->nh & 0xff, th = c->th & 0xff, fl = 0, mc, flags = c->flags;
+	struct pgl_flow *f = 0;
+	__u8 *eth = data, *iph, *udph;
+	__u32 *pg;
+	__u64 sum;
+
+	/* the engine checked the frame; the verifier wants to see it here too */
+	if (data + 14 + 20 + 8 + 16 > end || data + nh + 20 > end || data + th + 8 + 16 > end ||
+	    ((flags & PGL_IPV6) && data + nh + 40 > end)) {
+		s->aborted++;
+		return XDP_ABORTED;
+	}
+	iph = data + nh;
+	udph = data + th;
+	pg = (__u32 *)(udph + 8);
+
+	/* mod_cur_headers(): the flow, MACs, ports, addresses, in the kernel's order */
+	if (c->cflows) {
+		fl = s->curfl;
+		if (flags & PGL_FLOW_SEQ) {
+			f = bpf_map_lookup_elem(&flows, &fl);
+			if (f && f->count >= c->lflow) {
+				f->count = 0;
+				f->init = 0;
+				if (++s->curfl >= c->cflows)
+					s->curfl = 0;
+			}
+		} else {
+			fl = bpf_get_prandom_u32() % c->cflows;
+			s->curfl = fl;
+			f = bpf_map_lookup_elem(&flows, &fl);
+			if (f && f->count > c->lflow) {
+				f->count = 0;
+				f->init = 0;
+			}
+		}
+		fl = s->curfl;
+		f = bpf_map_lookup_elem(&flows, &fl);
+	}
+	if (mac_step(c->src_mac_count, &s->cur_src_mac_offset, flags & PGL_MACSRC_RND, &mc))
+		bump_mac(eth + 6, c->src_mac, mc);
+	if (mac_step(c->dst_mac_count, &s->cur_dst_mac_offset, flags & PGL_MACDST_RND, &mc))
+		bump_mac(eth, c->dst_mac, mc);
+	port_step(c->udp_src_min, c->udp_src_max, &s->cur_udp_src, flags & PGL_UDPSRC_RND);
+	port_step(c->udp_dst_min, c->udp_dst_max, &s->cur_udp_dst, flags & PGL_UDPDST_RND);
+	if (!(flags & PGL_IPV6)) {
+		__u32 imn = c->src_min, imx = c->src_max, t;
+
+		if (imn < imx) {
+			if (flags & PGL_IPSRC_RND) {
+				t = bpf_get_prandom_u32() % (imx - imn) + imn;
+			} else {
+				t = bpf_ntohl(s->cur_saddr) + 1;
+				if (t > imx || t < imn)
+					t = imn;
+			}
+			s->cur_saddr = bpf_htonl(t);
+		}
+		if (f && f->init) {
+			s->cur_daddr = f->cur_daddr;
+		} else {
+			imn = c->dst_min;
+			imx = c->dst_max;
+			if (imn < imx) {
+				if (flags & PGL_IPDST_RND) {
+					for (int tries = 0; tries < 1000; tries++) {
+						t = bpf_get_prandom_u32() % (imx - imn) + imn;
+						if (!ip4_special(t))
+							break;
+					}
+				} else {
+					t = bpf_ntohl(s->cur_daddr) + 1;
+					if (t > imx || t < imn)
+						t = imn;
+				}
+				s->cur_daddr = bpf_htonl(t);
+			}
+			if (f) {
+				f->init = 1;
+				f->cur_daddr = s->cur_daddr;
+				s->nflows++;
+			}
+		}
+	} else if (flags & PGL_DST6_RND) {
+		/* (rand | min) & max, a word at a time, as the kernel */
+		for (int i = 0; i < 4; i++)
+			s->cur_daddr6[i] = (bpf_get_prandom_u32() | c->min6[i]) & c->max6[i];
+	}
+	if (f)
+		f->count++;
+
+	/* the frame: ports, addresses, IPv4 id and checksum, the pktgen header */
+	*(__u16 *)udph = bpf_htons((__u16)s->cur_udp_src);
+	*(__u16 *)(udph + 2) = bpf_htons((__u16)s->cur_udp_dst);
+	pg[1] = bpf_htonl(s->seq);
+	if (flags & PGL_NO_TIMESTAMP) {
+		pg[2] = 0;
+		pg[3] = 0;
+	} else {
+		__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, sec = ns / 1000000000;
+
+		pg[2] = bpf_htonl((__u32)sec);
+		pg[3] = bpf_htonl((__u32)((ns - sec * 1000000000) / 1000));
+	}
+	if (!(flags & PGL_IPV6)) {
+		__u16 id = bpf_htons((__u16)s->ip_id);
+
+		*(__u16 *)(iph + 4) = id;
+		*(__u32 *)(iph + 12) = s->cur_saddr;
+		*(__u32 *)(iph + 16) = s->cur_daddr;
+		sum = (__u64)c->ipsum + id + halves(s->cur_saddr) + halves(s->cur_daddr);
+		*(__u16 *)(iph + 10) = (__u16)~fold(sum);
+		s->ip_id++;
+		sum = halves(s->cur_saddr) + halves(s->cur_daddr);
+	} else {
+		if (iph + 40 > (__u8 *)end)
+			return XDP_ABORTED;
+		sum = 0;
+		for (int i = 0; i < 4; i++) {
+			*(__u32 *)(iph + 24 + 4 * i) = s->cur_daddr6[i];
+			sum += halves(s->cur_daddr6[i]);
+		}
+	}
+	if (flags & PGL_UDPCSUM) {
+		__u32 check;
+
+		sum += (__u64)c->udpsum + *(__u16 *)udph + *(__u16 *)(udph + 2) + halves(pg[1]) +
+		       halves(pg[2]) + halves(pg[3]);
+		check = ~fold(sum) & 0xffff;
+		*(__u16 *)(udph + 6) = check ? (__u16)check : 0xffff;
+	}
+	s->seq++;
+	s->frames++;
+	return XDP_TX;
+}
+
+char _license[] SEC("license") = "Dual MIT/GPL";

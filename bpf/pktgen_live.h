@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef USKB_PKTGEN_LIVE_H
+#define USKB_PKTGEN_LIVE_H
+
+/*
+ * What uskb-pktgen's live-frames program (bpf/pktgen_live.c) shares with
+ * the engine (src/pktgen/live.c): one struct in the program's .bss, mapped
+ * into the engine's memory. The engine writes the configuration and the
+ * starting state before the first run; the program then steps the state
+ * per frame, as mod_cur_headers() does, and counts the frames it sent.
+ * Only one thread runs a device's program at a time: no atomics.
+ */
+
+#include <linux/types.h>
+
+/* which fields change per frame (cfg.flags) */
+enum {
+	PGL_IPV6 = 1 << 0,
+	PGL_IPSRC_RND = 1 << 1,
+	PGL_IPDST_RND = 1 << 2,
+	PGL_UDPSRC_RND = 1 << 3,
+	PGL_UDPDST_RND = 1 << 4,
+	PGL_UDPCSUM = 1 << 5,	   /* the UDP checksum is summed per frame */
+	PGL_NO_TIMESTAMP = 1 << 6,
+	PGL_FLOW_SEQ = 1 << 7,
+	PGL_MACSRC_RND = 1 << 8,
+	PGL_MACDST_RND = 1 << 9,
+	PGL_DST6_RND = 1 << 10,	   /* min_in6_daddr is set: random IPv6 destinations */
+};
+
+#define PGL_MAX_FLOWS 65536
+
+struct pgl_flow {
+	__u32 cur_daddr; /* network order */
+	__u32 count;
+	__u32 init;
+};
+
+struct pgl_cfg {
+	__u32 flags;
+	__u32 len;		/* the frame's length */
+	__u32 nh, th;		/* network and transport header offsets */
+	__u8 src_mac[6], dst_mac[6]; /* the bases of the MAC ranges */
+	__u32 src_mac_count, dst_mac_count;
+	__u32 udp_src_min, udp_src_max, udp_dst_min, udp_dst_max;
+	__u32 src_min, src_max, dst_min, dst_max; /* IPv4, host order */
+	__u32 min6[4], max6[4]; /* IPv6 destination range, as the words lie in memory */
+	__u32 cflows, lflow;
+	/*
+	 * The IPv4 header's 16-bit words as they lie in memory, summed
+	 * without id, checksum and addresses; the UDP checksum's sum without
+	 * ports, addresses, sequence number and time (UDPCSUM).
+	 */
+	__u32 ipsum, udpsum;
+	__s64 tai_off; /* CLOCK_TAI - CLOCK_REALTIME, ns: refreshed before each run */
+};
+
+struct pgl_state {
+	__u64 frames; /* frames the program sent (XDP_TX), since the start */
+	__u32 seq;
+	__u32 ip_id;
+	__u32 cur_saddr, cur_daddr; /* network order */
+	__u32 cur_daddr6[4];
+	__u32 cur_udp_src, cur_udp_dst;
+	__u32 cur_src_mac_offset, cur_dst_mac_offset;
+	__u32 curfl, nflows;
+	__u32 aborted; /* frames the program could not write (shorter than cfg.len): not sent */
+};
+
+struct pgl_shared {
+	struct pgl_cfg cfg;
+	struct pgl_state st;
+};
+
+#endif

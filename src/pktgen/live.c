@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sending on an xdp-live: device: the kernel replays the run's first
+ * packet and a BPF program (bpf/pktgen_live.c, linked in as an ELF image)
+ * makes each copy the next packet, stepping the header state as
+ * mod_cur_headers() would here. This file checks that the device's
+ * commands are ones the program can do, builds the frame, loads the
+ * program with its state, and sends a number of packets per call.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pg.h"
+
+/* the commands the program cannot do: NULL, or the first one set (a name for the result line) */
+static const char *live_refuse(const struct pg_dev *d)
+{
+	/* (QUEUE_MAP_CPU is what the kernel does: a CPU's frames go out on its queue) */
+	static const uint32_t unsupported = F_TXSIZE_RND | F_MPLS_RND | F_QUEUE_MAP_RND | F_IPSEC |
+					    F_VID_RND | F_SVID_RND;
+	const struct pg_params *p = &d->p;
+
+	if (p->flags & unsupported) {
+		for (int i = 0; i < NR_PKT_FLAGS; i++)
+			if (p->flags & unsupported & (1u << i))
+				return __uskb_pg_flag_names[i];
+	}
+	if (p->nfrags > 0)
+		return "frags";
+	if (p->n_imix)
+		return "imix_weights";
+	if (p->min_pkt_size != p->max_pkt_size)
+		return "min_pkt_size/max_pkt_size (a size range)";
+	if (p->clone_skb > 0)
+		return "clone_skb";
+	if (p->burst > 1)
+		return "burst";
+	if (p->queue_map_min != p->queue_map_max)
+		return "queue_map_min/queue_map_max (a queue range)";
+	if (p->xmit_mode != M_START_XMIT)
+		return "xmit_mode";
+	return NULL;
+}
+
+#ifndef USKB_HAVE_XDP_LIVE
+
+int __uskb_pg_live_start(struct pg_dev *d)
+{
+	const char *cmd = live_refuse(d);
+
+	snprintf(d->result, RESULT_SZ, "ERROR: %s: this uskb was built without the live program "
+		 "(it needs clang and libbpf-dev)%s%s", d->odevname, cmd ? "; nor could it do " : "",
+		 cmd ? cmd : "");
+	return -EOPNOTSUPP;
+}
+
+int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
+{
+	(void)d, (void)n;
+	*ok = 0;
+	return -EOPNOTSUPP;
+}
+
+void __uskb_pg_live_stop(struct pg_dev *d)
+{
+	(void)d;
+}
+
+#else
+
+#include <stdarg.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/mman.h>
+
+#include "../../bpf/pktgen_live.h"
+
+/* bpf/pktgen_live.c compiled (live_obj.S) */
+extern const unsigned char __uskb_pg_live_obj[] USKB_HIDDEN;
+extern const unsigned char __uskb_pg_live_obj_end[] USKB_HIDDEN;
+
+#define LIVE_FRAME_MAX 3520 /* a page less XDP's headroom and the shared info */
+#define LIVE_BATCH 64	    /* frames the kernel sends per batch */
+/*
+ * Each call of more than one packet costs the kernel a grace period (its
+ * page pool's teardown: ~1.5 ms on this 2-CPU VM), so an unpaced run's
+ * calls last about LIVE_CALL_NS: a few per cent of overhead, and a stop
+ * (count, Ctrl-C, --duration) is seen within that long.
+ */
+#define LIVE_CALL_NS 50000000
+#define LIVE_CALL_MIN 4096
+#define LIVE_CALL_MAX (1u << 24)
+
+struct pg_live {
+	struct bpf_object *obj;
+	int prog_fd;
+	struct pgl_shared *sh; /* the program's .bss, mapped */
+	size_t sh_len;
+	uint64_t frames;       /* sh->st.frames as last accounted */
+	uint32_t aborted;      /* sh->st.aborted as last seen */
+	uint32_t call;	       /* packets per unpaced call, sized to last LIVE_CALL_NS */
+	unsigned int len;
+	unsigned char frame[LIVE_FRAME_MAX];
+};
+
+/*
+ * libbpf's messages while loading: the first warning kept, for the result
+ * line; all of them on stderr with USKB_LIBBPF_LOG set (the verifier's log).
+ */
+static char load_msg[160];
+
+static int load_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	if (getenv("USKB_LIBBPF_LOG"))
+		vfprintf(stderr, fmt, ap);
+	else
+		vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && line[n - 1] == '\n')
+		line[--n] = 0;
+	if (n && !load_msg[0]) /* the first says what failed; the rest follow from it */
+		snprintf(load_msg, sizeof(load_msg), "%s", line);
+	return 0;
+}
+
+/* the 16-bit words of @len bytes as they lie in memory, summed (an odd last byte padded) */
+static uint64_t sum16(const unsigned char *b, unsigned int len)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i + 1 < len; i += 2) {
+		uint16_t w;
+
+		memcpy(&w, b + i, 2);
+		sum += w;
+	}
+	if (i < len) {
+		uint16_t w = 0;
+
+		memcpy(&w, b + i, 1);
+		sum += w;
+	}
+	return sum;
+}
+
+static uint32_t fold32(uint64_t sum)
+{
+	while (sum >> 32)
+		sum = (sum & 0xffffffff) + (sum >> 32);
+	return (uint32_t)sum;
+}
+
+/* CLOCK_TAI - CLOCK_REALTIME in ns (the program reads TAI) */
+static int64_t tai_offset(void)
+{
+	struct timespec r, t;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_TAI, &t);
+	return ((int64_t)t.tv_sec - (int64_t)r.tv_sec) * 1000000000 + (t.tv_nsec - r.tv_nsec);
+}
+
+static void live_free(struct pg_live *l)
+{
+	if (!l)
+		return;
+	if (l->sh)
+		munmap(l->sh, l->sh_len);
+	bpf_object__close(l->obj);
+	free(l);
+}
+
+/* the program and its maps; 0, or -errno with the reason in load_msg */
+static int live_load(struct pg_live *l, unsigned int cflows)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "uskb_pktgen");
+	libbpf_print_fn_t old;
+	struct bpf_program *prog;
+	struct bpf_map *m;
+	size_t sz = 0;
+	int err;
+
+	load_msg[0] = 0;
+	old = libbpf_set_print(load_print);
+	l->obj = bpf_object__open_mem(__uskb_pg_live_obj,
+				      (size_t)(__uskb_pg_live_obj_end - __uskb_pg_live_obj), &oo);
+	err = libbpf_get_error(l->obj);
+	if (err) {
+		l->obj = NULL;
+		goto out;
+	}
+	m = bpf_object__find_map_by_name(l->obj, "flows");
+	err = m ? bpf_map__set_max_entries(m, cflows ? cflows : 1) : -ENOENT;
+	if (!err)
+		err = bpf_object__load(l->obj);
+	if (err)
+		goto out;
+	prog = bpf_object__find_program_by_name(l->obj, "pktgen_live");
+	l->prog_fd = prog ? bpf_program__fd(prog) : -ENOENT;
+	err = l->prog_fd < 0 ? l->prog_fd : 0;
+	/*
+	 * The kernel's .bss, mapped here (libbpf keeps its own copy unless a
+	 * skeleton loads the object): what the engine writes, the program reads.
+	 */
+	bpf_object__for_each_map(m, l->obj) {
+		const char *name = bpf_map__name(m);
+		size_t n = strlen(name);
+		void *p;
+
+		if (err || !bpf_map__is_internal(m) || n < 4 || strcmp(name + n - 4, ".bss"))
+			continue;
+		if (bpf_map__value_size(m) < sizeof(*l->sh) || !(bpf_map__map_flags(m) & BPF_F_MMAPABLE))
+			break;
+		sz = ((size_t)bpf_map__value_size(m) + 4095) & ~(size_t)4095;
+		p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+		if (p != MAP_FAILED) {
+			l->sh = p;
+			l->sh_len = sz;
+		}
+	}
+	if (!err && !l->sh) {
+		err = -errno ? -errno : -ENOENT;
+		snprintf(load_msg, sizeof(load_msg), "the program's state cannot be mapped (.bss)");
+	}
+out:
+	libbpf_set_print(old);
+	return err < 0 ? err : -err;
+}
+
+/* what the program starts from: the configuration and the state before the first packet */
+static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct pg_params *p0,
+		       uint16_t ip_id0, uint16_t nh, uint16_t th)
+{
+	struct pgl_cfg *c = &l->sh->cfg;
+	struct pgl_state *s = &l->sh->st;
+	const struct pg_params *p = &d->p;
+	uint32_t f = p->flags;
+	unsigned char udp[LIVE_FRAME_MAX];
+	unsigned int ulen = l->len - th;
+	uint64_t sum;
+
+	memset(l->sh, 0, sizeof(*l->sh));
+	c->flags = (f & F_IPV6 ? PGL_IPV6 : 0) | (f & F_IPSRC_RND ? PGL_IPSRC_RND : 0) |
+		   (f & F_IPDST_RND ? PGL_IPDST_RND : 0) | (f & F_UDPSRC_RND ? PGL_UDPSRC_RND : 0) |
+		   (f & F_UDPDST_RND ? PGL_UDPDST_RND : 0) | (f & F_UDPCSUM ? PGL_UDPCSUM : 0) |
+		   (f & F_NO_TIMESTAMP ? PGL_NO_TIMESTAMP : 0) | (f & F_FLOW_SEQ ? PGL_FLOW_SEQ : 0) |
+		   (f & F_MACSRC_RND ? PGL_MACSRC_RND : 0) | (f & F_MACDST_RND ? PGL_MACDST_RND : 0) |
+		   (!IN6_IS_ADDR_UNSPECIFIED(&p->min_in6_daddr) ? PGL_DST6_RND : 0);
+	c->len = l->len;
+	c->nh = nh;
+	c->th = th;
+	memcpy(c->src_mac, p->src_mac, 6);
+	memcpy(c->dst_mac, p->dst_mac, 6);
+	c->src_mac_count = p->src_mac_count;
+	c->dst_mac_count = p->dst_mac_count;
+	c->udp_src_min = p->udp_src_min;
+	c->udp_src_max = p->udp_src_max;
+	c->udp_dst_min = p->udp_dst_min;
+	c->udp_dst_max = p->udp_dst_max;
+	c->src_min = ntohl(p->src_min.addr);
+	c->src_max = ntohl(p->src_max.addr);
+	c->dst_min = ntohl(p->dst_min.addr);
+	c->dst_max = ntohl(p->dst_max.addr);
+	memcpy(c->min6, &p->min_in6_daddr, 16);
+	memcpy(c->max6, &p->max_in6_daddr, 16);
+	c->cflows = p->cflows;
+	c->lflow = p->lflow;
+	if (!(f & F_IPV6)) {
+		/* the header but id (4), checksum (10) and the addresses (12..19) */
+		const unsigned char *iph = l->frame + nh;
+
+		c->ipsum = fold32(sum16(iph, 4) + sum16(iph + 6, 4));
+	}
+	if (f & F_UDPCSUM) {
+		/* UDP header and data but ports, checksum, sequence and time; the pseudo header's rest */
+		uint16_t w;
+
+		memcpy(udp, l->frame + th, ulen);
+		memset(udp, 0, 4);
+		memset(udp + 6, 0, 2);
+		memset(udp + 12, 0, 12);
+		sum = sum16(udp, ulen);
+		w = htons(17);
+		sum += w;
+		w = htons((uint16_t)ulen);
+		sum += w;
+		if (f & F_IPV6) /* the source; the program adds the destination */
+			sum += sum16(l->frame + nh + 8, 16);
+		c->udpsum = fold32(sum);
+	}
+	c->tai_off = tai_offset();
+	s->seq = d->seq_num;
+	s->ip_id = ip_id0;
+	s->cur_saddr = p0->cur_saddr;
+	s->cur_daddr = p0->cur_daddr;
+	memcpy(s->cur_daddr6, &p0->cur_in6_daddr, 16);
+	s->cur_udp_src = p0->cur_udp_src;
+	s->cur_udp_dst = p0->cur_udp_dst;
+	s->cur_src_mac_offset = p0->cur_src_mac_offset;
+	s->cur_dst_mac_offset = p0->cur_dst_mac_offset;
+}
+
+int __uskb_pg_live_start(struct pg_dev *d)
+{
+	const char *cmd = live_refuse(d);
+	struct pg_params p0;
+	struct pg_live *l;
+	struct uskb *skb;
+	uint16_t ip_id0 = d->ip_id, nh, th;
+	int err;
+
+	if (cmd) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s cannot do %s (the kernel replays one frame "
+			 "per packet): use xdp:%s for it", d->odevname, cmd,
+			 strchr(d->nd->dev->name, ':') ? strchr(d->nd->dev->name, ':') + 1 : "IFNAME");
+		return -EOPNOTSUPP;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(d->result, RESULT_SZ, "Error starting");
+		return -ENOMEM;
+	}
+	/* the first packet, built as every device's; the program starts from the state before it */
+	p0 = d->p;
+	skb = __uskb_pg_fill_packet(d);
+	if (!skb) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->len = skb->len;
+	nh = (uint16_t)(skb->network_header - skb->mac_header);
+	th = (uint16_t)(skb->transport_header - skb->mac_header);
+	if (l->len > LIVE_FRAME_MAX || th + 8u + sizeof(struct pg_hdr) > l->len || th > 255 ||
+	    nh + ((d->p.flags & F_IPV6) ? 40u : 20u) > l->len) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s: a frame of %u bytes is not one the live program "
+			 "takes (at most %u, headers within its first 255)", d->odevname, l->len,
+			 LIVE_FRAME_MAX);
+		uskb_free(skb);
+		free(l);
+		return -EMSGSIZE;
+	}
+	uskb_copy_bits(skb, 0, l->frame, (int)l->len);
+	uskb_free(skb);
+	err = live_load(l, d->p.cflows);
+	if (err) {
+		snprintf(d->result, RESULT_SZ, "ERROR: %s: loading the live program: %s%s%s", d->odevname,
+			 strerror(-err), load_msg[0] ? ": " : "", load_msg);
+		live_free(l);
+		d->ip_id = ip_id0;
+		return err;
+	}
+	live_setup(l, d, &p0, ip_id0, nh, th);
+	d->ip_id = ip_id0;
+	d->last_pkt_size = l->len;
+	d->built_nfrags = 0;
+	l->call = 65536;
+	d->live = l;
+	return 0;
+}
+
+int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
+{
+	struct pg_live *l = d->live;
+	struct pgl_state *s = &l->sh->st;
+	uint64_t frames, t0 = 0, took;
+	bool sized = n >= l->call; /* a call of the run's own size: time it */
+	int err;
+
+	if (sized) {
+		n = l->call;
+		t0 = uskb_mono_ns();
+	}
+	l->sh->cfg.tai_off = tai_offset(); /* the clock may have been set since */
+	err = uskb_dev_xdp_run(d->nd->dev, d->cur_queue_map, l->prog_fd, l->frame, l->len, n,
+			       LIVE_BATCH, (const volatile uint64_t *)&s->frames);
+	frames = s->frames;
+	/* the program could not write a frame (never, for one the engine built): no loop on it */
+	if (uskb_unlikely(s->aborted != l->aborted) && !err) {
+		l->aborted = s->aborted;
+		err = -EBADMSG;
+	}
+	if (sized && !err && (took = uskb_mono_ns() - t0) > 0) {
+		/* the next call's size from this one's rate, changed by at most 4x */
+		uint64_t want = (uint64_t)n * LIVE_CALL_NS / took;
+
+		want = want > 4ull * n ? 4ull * n : want < n / 4 ? n / 4 : want;
+		l->call = (uint32_t)(want < LIVE_CALL_MIN ? LIVE_CALL_MIN :
+				     want > LIVE_CALL_MAX ? LIVE_CALL_MAX : want);
+	}
+	*ok = frames - l->frames;
+	l->frames = frames;
+	/* the state the device's file shows, as the program left it */
+	d->seq_num = s->seq;
+	d->ip_id = (uint16_t)s->ip_id;
+	d->p.cur_saddr = s->cur_saddr;
+	d->p.cur_daddr = s->cur_daddr;
+	memcpy(&d->p.cur_in6_daddr, s->cur_daddr6, 16);
+	d->p.cur_udp_src = (uint16_t)s->cur_udp_src;
+	d->p.cur_udp_dst = (uint16_t)s->cur_udp_dst;
+	d->p.cur_src_mac_offset = s->cur_src_mac_offset;
+	d->p.cur_dst_mac_offset = s->cur_dst_mac_offset;
+	d->curfl = s->curfl;
+	d->nflows = s->nflows;
+	return err;
+}
+
+void __uskb_pg_live_stop(struct pg_dev *d)
+{
+	live_free(d->live);
+	d->live = NULL;
+}
+
+#endif
