@@ -87,29 +87,12 @@ static __always_inline __u64 halves(__u32 w)
 	return (w & 0xffff) + (w >> 16);
 }
 
-SEC("xdp")
-int pktgen_live(struct xdp_md *ctx)
+/* mod_cur_headers(): the flow, MACs, ports, addresses, in the kernel's order */
+static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s, __u8 *eth, __u32 flags)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	struct pgl_cfg *c = &g.cfg;
-	struct pgl_state *s = &g.st;
-	__u32 nh = c->nh & 0xff, th = c->th & 0xff, fl = 0, mc, flags = c->flags;
+	__u32 fl = 0, mc;
 	struct pgl_flow *f = 0;
-	__u8 *eth = data, *iph, *udph;
-	__u32 *pg;
-	__u64 sum;
 
-	/* the engine checked the frame; the verifier wants to see it here too */
-	if (data + 14 + 20 + 8 + 16 > end || data + nh + 20 > end || data + th + 8 + 16 > end ||
-	    ((flags & PGL_IPV6) && data + nh + 40 > end)) {
-		s->aborted++;
-		return XDP_ABORTED;
-	}
-	iph = data + nh;
-	udph = data + th;
-	pg = (__u32 *)(udph + 8);
-
-	/* mod_cur_headers(): the flow, MACs, ports, addresses, in the kernel's order */
 	if (c->cflows) {
 		fl = s->curfl;
 		if (flags & PGL_FLOW_SEQ) {
@@ -183,45 +166,81 @@ int pktgen_live(struct xdp_md *ctx)
 	}
 	if (f)
 		f->count++;
+}
 
-	/* the frame: ports, addresses, IPv4 id and checksum, the pktgen header */
-	*(__u16 *)udph = bpf_htons((__u16)s->cur_udp_src);
-	*(__u16 *)(udph + 2) = bpf_htons((__u16)s->cur_udp_dst);
+SEC("xdp")
+int pktgen_live(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct pgl_cfg *c = &g.cfg;
+	struct pgl_state *s = &g.st;
+	__u32 nh = c->nh & 0xff, th = c->th & 0xff, flags = c->flags;
+	__u64 ipsum = c->ipsum, usum = c->udpsum, sum;
+	__u8 *eth = data, *iph, *udph;
+	__u32 *pg;
+
+	/* the engine checked the frame; the verifier wants to see it here too */
+	if (data + 14 + 20 + 8 + 16 > end || data + nh + 20 > end || data + th + 8 + 16 > end ||
+	    ((flags & PGL_IPV6) && data + nh + 40 > end)) {
+		s->aborted++;
+		return XDP_ABORTED;
+	}
+	iph = data + nh;
+	udph = data + th;
+	pg = (__u32 *)(udph + 8);
+
+	/* what changes from packet to packet besides the sequence number, time and IPv4 id */
+	if (flags & PGL_STEP) {
+		step_headers(c, s, eth, flags);
+		*(__u16 *)udph = bpf_htons((__u16)s->cur_udp_src);
+		*(__u16 *)(udph + 2) = bpf_htons((__u16)s->cur_udp_dst);
+		usum += *(__u16 *)udph + *(__u16 *)(udph + 2);
+		if (!(flags & PGL_IPV6)) {
+			*(__u32 *)(iph + 12) = s->cur_saddr;
+			*(__u32 *)(iph + 16) = s->cur_daddr;
+			sum = halves(s->cur_saddr) + halves(s->cur_daddr);
+			ipsum += sum;
+			usum += sum;
+		} else {
+			if (iph + 40 > (__u8 *)end)
+				return XDP_ABORTED;
+			for (int i = 0; i < 4; i++) {
+				*(__u32 *)(iph + 24 + 4 * i) = s->cur_daddr6[i];
+				usum += halves(s->cur_daddr6[i]);
+			}
+		}
+	}
+
+	/* the pktgen header, the IPv4 id and checksum, the UDP checksum */
 	pg[1] = bpf_htonl(s->seq);
 	if (flags & PGL_NO_TIMESTAMP) {
 		pg[2] = 0;
 		pg[3] = 0;
 	} else {
-		__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, sec = ns / 1000000000;
+		/* the clock and its two divisions every ts_every packets, not every one */
+		if (!s->ts_left) {
+			__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, sec = ns / 1000000000;
 
-		pg[2] = bpf_htonl((__u32)sec);
-		pg[3] = bpf_htonl((__u32)((ns - sec * 1000000000) / 1000));
+			s->ts_sec = bpf_htonl((__u32)sec);
+			s->ts_usec = bpf_htonl((__u32)((ns - sec * 1000000000) / 1000));
+			s->ts_left = c->ts_every;
+		}
+		s->ts_left--;
+		pg[2] = s->ts_sec;
+		pg[3] = s->ts_usec;
 	}
 	if (!(flags & PGL_IPV6)) {
 		__u16 id = bpf_htons((__u16)s->ip_id);
 
 		*(__u16 *)(iph + 4) = id;
-		*(__u32 *)(iph + 12) = s->cur_saddr;
-		*(__u32 *)(iph + 16) = s->cur_daddr;
-		sum = (__u64)c->ipsum + id + halves(s->cur_saddr) + halves(s->cur_daddr);
-		*(__u16 *)(iph + 10) = (__u16)~fold(sum);
+		*(__u16 *)(iph + 10) = (__u16)~fold(ipsum + id);
 		s->ip_id++;
-		sum = halves(s->cur_saddr) + halves(s->cur_daddr);
-	} else {
-		if (iph + 40 > (__u8 *)end)
-			return XDP_ABORTED;
-		sum = 0;
-		for (int i = 0; i < 4; i++) {
-			*(__u32 *)(iph + 24 + 4 * i) = s->cur_daddr6[i];
-			sum += halves(s->cur_daddr6[i]);
-		}
 	}
 	if (flags & PGL_UDPCSUM) {
 		__u32 check;
 
-		sum += (__u64)c->udpsum + *(__u16 *)udph + *(__u16 *)(udph + 2) + halves(pg[1]) +
-		       halves(pg[2]) + halves(pg[3]);
-		check = ~fold(sum) & 0xffff;
+		usum += halves(pg[1]) + halves(pg[2]) + halves(pg[3]);
+		check = ~fold(usum) & 0xffff;
 		*(__u16 *)(udph + 6) = check ? (__u16)check : 0xffff;
 	}
 	s->seq++;

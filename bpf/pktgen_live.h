@@ -26,6 +26,13 @@ enum {
 	PGL_MACSRC_RND = 1 << 8,
 	PGL_MACDST_RND = 1 << 9,
 	PGL_DST6_RND = 1 << 10,	   /* min_in6_daddr is set: random IPv6 destinations */
+	/*
+	 * Something besides the sequence number, time and IPv4 id changes
+	 * (flows, MAC, port or address ranges): the program steps the header
+	 * state and writes ports and addresses. Without it they stay as built
+	 * and the checksums' base sums include them.
+	 */
+	PGL_STEP = 1 << 11,
 };
 
 #define PGL_MAX_FLOWS 65536
@@ -48,11 +55,18 @@ struct pgl_cfg {
 	__u32 cflows, lflow;
 	/*
 	 * The IPv4 header's 16-bit words as they lie in memory, summed
-	 * without id, checksum and addresses; the UDP checksum's sum without
-	 * ports, addresses, sequence number and time (UDPCSUM).
+	 * without id and checksum (and, with PGL_STEP, the addresses); the
+	 * UDP checksum's sum without sequence number and time (and, with
+	 * PGL_STEP, ports and addresses) (UDPCSUM).
 	 */
 	__u32 ipsum, udpsum;
 	__s64 tai_off; /* CLOCK_TAI - CLOCK_REALTIME, ns: refreshed before each run */
+	/*
+	 * The clock is read every ts_every packets (1 and up): the engine
+	 * picks it so that that many packets take at most a microsecond, so a
+	 * packet's time is at most 1 us behind, never ahead.
+	 */
+	__u32 ts_every;
 };
 
 struct pgl_state {
@@ -65,6 +79,8 @@ struct pgl_state {
 	__u32 cur_src_mac_offset, cur_dst_mac_offset;
 	__u32 curfl, nflows;
 	__u32 aborted; /* frames the program could not write (shorter than cfg.len): not sent */
+	__u32 ts_left;		  /* packets still to take the time read last (0: read it) */
+	__u32 ts_sec, ts_usec;	  /* that time, as the pktgen header has it (big-endian) */
 };
 
 struct pgl_shared {

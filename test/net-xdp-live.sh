@@ -101,6 +101,7 @@ cases=(
 	"flows|dst_min 198.18.0.2|dst_max 198.18.0.30|flows 4|flowlen 3|flag FLOW_SEQ"
 	"vlan, no timestamp, 1000 B|-d 198.18.0.2|vlan_id 5|-s|1000|flag NO_TIMESTAMP|flag UDPCSUM"
 	"IPv6|-6|-d|fd00::2|src6 fd00::1|flag UDPCSUM|udp_dst_min 20|udp_dst_max 24"
+	"IPv6, nothing changing but the pktgen header|-6|-d|fd00::2|src6 fd00::1|flag UDPCSUM"
 )
 for c in "${cases[@]}"; do
 	IFS='|' read -r -a args <<<"$c"

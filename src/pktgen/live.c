@@ -83,14 +83,14 @@ extern const unsigned char __uskb_pg_live_obj[] USKB_HIDDEN;
 extern const unsigned char __uskb_pg_live_obj_end[] USKB_HIDDEN;
 
 #define LIVE_FRAME_MAX 3520 /* a page less XDP's headroom and the shared info */
-#define LIVE_BATCH 64	    /* frames the kernel sends per batch */
+#define LIVE_BATCH 64	    /* frames the kernel sends per batch (xdp-trafficgen: the same; 256 measured no better) */
 /*
  * Each call of more than one packet costs the kernel a grace period (its
  * page pool's teardown: ~1.5 ms on this 2-CPU VM), so an unpaced run's
- * calls last about LIVE_CALL_NS: a few per cent of overhead, and a stop
+ * calls last about LIVE_CALL_NS: ~1.5 % of overhead, and a stop
  * (count, Ctrl-C, --duration) is seen within that long.
  */
-#define LIVE_CALL_NS 50000000
+#define LIVE_CALL_NS 100000000
 #define LIVE_CALL_MIN 4096
 #define LIVE_CALL_MAX (1u << 24)
 
@@ -274,18 +274,29 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 	memcpy(c->max6, &p->max_in6_daddr, 16);
 	c->cflows = p->cflows;
 	c->lflow = p->lflow;
+	if (p->cflows || p->src_mac_count > 1 || p->dst_mac_count > 1 ||
+	    p->udp_src_min < p->udp_src_max || p->udp_dst_min < p->udp_dst_max ||
+	    (c->flags & PGL_DST6_RND) ||
+	    (!(f & F_IPV6) && (c->src_min < c->src_max || c->dst_min < c->dst_max)))
+		c->flags |= PGL_STEP;
 	if (!(f & F_IPV6)) {
-		/* the header but id (4), checksum (10) and the addresses (12..19) */
+		/* the header but id (4) and checksum (10); the addresses (12..19) unless they change */
 		const unsigned char *iph = l->frame + nh;
 
-		c->ipsum = fold32(sum16(iph, 4) + sum16(iph + 6, 4));
+		c->ipsum = fold32(sum16(iph, 4) + sum16(iph + 6, 4) +
+				  (c->flags & PGL_STEP ? 0 : sum16(iph + 12, 8)));
 	}
 	if (f & F_UDPCSUM) {
-		/* UDP header and data but ports, checksum, sequence and time; the pseudo header's rest */
+		/*
+		 * UDP header and data but checksum, sequence and time (and the ports
+		 * when they change); the pseudo header's length and protocol, its
+		 * addresses unless they change (the IPv6 source never does)
+		 */
 		uint16_t w;
 
 		memcpy(udp, l->frame + th, ulen);
-		memset(udp, 0, 4);
+		if (c->flags & PGL_STEP)
+			memset(udp, 0, 4);
 		memset(udp + 6, 0, 2);
 		memset(udp + 12, 0, 12);
 		sum = sum16(udp, ulen);
@@ -293,11 +304,14 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 		sum += w;
 		w = htons((uint16_t)ulen);
 		sum += w;
-		if (f & F_IPV6) /* the source; the program adds the destination */
-			sum += sum16(l->frame + nh + 8, 16);
+		if (f & F_IPV6)
+			sum += sum16(l->frame + nh + 8, c->flags & PGL_STEP ? 16 : 32);
+		else if (!(c->flags & PGL_STEP))
+			sum += sum16(l->frame + nh + 12, 8);
 		c->udpsum = fold32(sum);
 	}
 	c->tai_off = tai_offset();
+	c->ts_every = 1;
 	s->seq = d->seq_num;
 	s->ip_id = ip_id0;
 	s->cur_saddr = p0->cur_saddr;
@@ -380,6 +394,7 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
 		t0 = uskb_mono_ns();
 	}
 	l->sh->cfg.tai_off = tai_offset(); /* the clock may have been set since */
+	l->sh->st.ts_left = 0;		    /* a call's first packet reads the clock */
 	err = uskb_dev_xdp_run(d->nd->dev, d->cur_queue_map, l->prog_fd, l->frame, l->len, n,
 			       LIVE_BATCH, (const volatile uint64_t *)&s->frames);
 	frames = s->frames;
@@ -395,6 +410,10 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
 		want = want > 4ull * n ? 4ull * n : want < n / 4 ? n / 4 : want;
 		l->call = (uint32_t)(want < LIVE_CALL_MIN ? LIVE_CALL_MIN :
 				     want > LIVE_CALL_MAX ? LIVE_CALL_MAX : want);
+		/* as many packets per clock read as this call sent in a microsecond (the call's
+		 * own overhead counted in: fewer, never more) */
+		want = (uint64_t)n * 1000 / took;
+		l->sh->cfg.ts_every = want < 1 ? 1 : want > 64 ? 64 : (uint32_t)want;
 	}
 	*ok = frames - l->frames;
 	l->frames = frames;
