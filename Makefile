@@ -320,6 +320,9 @@ endif
 ifeq ($(HAVE_DPDK),1)
 BENCH_BINS  += $(BUILD)/bench/bench_dpdk
 endif
+ifeq ($(HAVE_LIVE),1)
+BENCH_BINS  += $(BUILD)/bench/bench_live
+endif
 BENCH_DEPS  := bench/bench.h bench/spsc.h $(HEADERS)
 
 bench: $(BENCH_BINS)
@@ -340,6 +343,12 @@ $(BUILD)/bench/bench_sock: bench/bench_sock.c $(BENCH_DEPS) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$@)
 	$(Q)$(CC) $(BASEFLAGS) $(URING_CFLAGS) $(CFLAGS) $< -o $@ $(ALL_A) $(ALL_LDLIBS)
+
+# the live program's fields, timed by the kernel (libbpf; the program from build/bpf/)
+$(BUILD)/bench/bench_live: bench/bench_live.c $(BENCH_DEPS) bpf/pktgen_live.h $(BUILD)/bpf/pktgen_live.o
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(LIVE_CFLAGS) $(CFLAGS) $< -o $@ $(PKTGEN_LIBS)
 
 # DPDK's headers are not clean under our warnings; its own flags, and -Wall;
 # libuskb linked in for the head-to-head rows
