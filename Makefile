@@ -360,7 +360,7 @@ $(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS) $(STATIC)
 
 # ---- install ----
 
-install: lib tools
+install: lib tools $(BPF_OBJS)
 	@test -n "$(wildcard man/man3/*.3)" || { echo "no man pages" >&2; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uskb $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/uskb/pktgen
@@ -368,6 +368,9 @@ install: lib tools
 	install -m 644 man/man8/*.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 644 share/pktgen/*.sh $(DESTDIR)$(DATADIR)/uskb/pktgen/
 	install -m 755 scripts/netns-veth.sh $(DESTDIR)$(DATADIR)/uskb/
+	@# the script's XDP and tc programs (-x, -g, -s), where clang built them
+	$(if $(BPF_OBJS),install -d $(DESTDIR)$(DATADIR)/uskb/bpf && \
+		install -m 644 $(filter-out %/pktgen_live.o,$(BPF_OBJS)) $(DESTDIR)$(DATADIR)/uskb/bpf/)
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/uskb/
 	install -m 644 $(ALL_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(SHARED) $(NETDEV_SO) $(PKTGEN_SO) $(VHOST_SO) $(DESTDIR)$(LIBDIR)/

@@ -57,7 +57,9 @@ need_root() {
 	command -v ip >/dev/null || { echo "$0: needs ip (apt-get install iproute2)" >&2; exit 1; }
 }
 
-bpf_object() { # NAME: built on demand, bpf/NAME.c -> build/bpf/NAME.o
+bpf_object() { # NAME: built on demand, bpf/NAME.c -> build/bpf/NAME.o; installed: next to this script
+	inst=$(cd "$(dirname "$0")" && pwd)/bpf/$1.o
+	[ -f "$inst" ] && { echo "$inst"; return; }
 	here=$(cd "$(dirname "$0")/.." && pwd)
 	obj=$here/build/bpf/$1.o
 	if [ ! -f "$obj" ] || [ "$here/bpf/$1.c" -nt "$obj" ]; then

@@ -222,15 +222,17 @@ static int live_load(struct pg_live *l, unsigned int cflows)
 			break;
 		sz = ((size_t)bpf_map__value_size(m) + 4095) & ~(size_t)4095;
 		p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
-		if (p != MAP_FAILED) {
-			l->sh = p;
-			l->sh_len = sz;
+		if (p == MAP_FAILED) {
+			err = -errno;
+			break;
 		}
+		l->sh = p;
+		l->sh_len = sz;
 	}
-	if (!err && !l->sh) {
-		err = -errno ? -errno : -ENOENT;
+	if (!l->sh && !load_msg[0])
 		snprintf(load_msg, sizeof(load_msg), "the program's state cannot be mapped (.bss)");
-	}
+	if (!err && !l->sh)
+		err = -ENOENT;
 out:
 	libbpf_set_print(old);
 	return err < 0 ? err : -err;

@@ -63,7 +63,8 @@ static void usage(FILE *f)
 		"      --print-range ADDR  print the first and last address of a CIDR range\n"
 		"      --veth         (root) send through a private veth pair made for the run\n"
 		"                     (198.18.0.1 -> 198.18.0.2) and removed after it; -i may\n"
-		"                     then name the kind: packet (default), packet::mmsg, xdp\n"
+		"                     then name the kind: packet (default), packet::mmsg, xdp,\n"
+		"                     xdp-live\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
 		"      --rx DEV       receive instead (packet:IFNAME, xdp:IFNAME[:QUEUE], an\n"
 		"                     interface name, or udp:/tcp:/unix: with ,listen to\n"
@@ -301,7 +302,7 @@ void cli_check(const struct options *o)
 		die_usage("%s", "--veth makes its own device: no --script");
 	if (o->use_veth && o->dev && strncmp(o->dev, "packet", 6) && strncmp(o->dev, "xdp", 3))
 		die_usage("--veth: -i names the kind of device only (packet, packet::mmsg, xdp, "
-			  "xdp::copy), not \"%s\"", o->dev);
+			  "xdp::copy, xdp-live), not \"%s\"", o->dev);
 }
 
 /* what must hold once the device is known; a duration without -n runs until it ends */

@@ -35,7 +35,8 @@ static const char *find_script(void)
 }
 
 /* the script with @cmd for @pfx, quietly, in a process group of its own: its exit status, or -1 */
-static int run_script_cmd(const char *cmd, const char *pfx)
+/* sh netns-veth.sh CMD -p PFX [OPT] */
+static int run_script_cmd(const char *cmd, const char *pfx, const char *opt)
 {
 	pid_t pid = fork();
 	int st;
@@ -50,7 +51,7 @@ static int run_script_cmd(const char *cmd, const char *pfx)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execlp("sh", "sh", script, cmd, "-p", pfx, (char *)NULL);
+		execlp("sh", "sh", script, cmd, "-p", pfx, opt, (char *)NULL);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0)
@@ -119,7 +120,7 @@ static void guardian_start(void)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
 			;
-		run_script_cmd("down", prefix);
+		run_script_cmd("down", prefix, NULL);
 		if (n == 1) /* an orderly end: the tool says what became of the pair */
 			_exit(pair_gone(prefix) ? 0 : 1);
 		/* killed: nobody else will say it */
@@ -180,7 +181,7 @@ static void remove_stale_pairs(void)
 		snprintf(pfx, sizeof(pfx), "uv%lu", pid);
 		if (pair_gone(pfx)) /* its other end was this pair's, removed a moment ago */
 			continue;
-		if (run_script_cmd("down", pfx) == 0 && pair_gone(pfx))
+		if (run_script_cmd("down", pfx, NULL) == 0 && pair_gone(pfx))
 			fprintf(stderr, "uskb-pktgen: --veth: removed the pair %s-a/%s-b left by "
 					"process %lu, which no longer exists\n", pfx, pfx, pid);
 		else
@@ -231,7 +232,8 @@ static long long veth_peer_rx(void)
 }
 
 /* PREFIX-a holds PREFIX0, PREFIX-b PREFIX1, as netns-veth.sh names them */
-static void veth_up(void)
+/* @xdp_pass: the peer runs an XDP pass program, without which a veth drops XDP-sent frames */
+static void veth_up(bool xdp_pass)
 {
 	char nspath[64];
 	int fd;
@@ -259,7 +261,7 @@ static void veth_up(void)
 		exit(2);
 	}
 	atexit(veth_down);
-	if (run_script_cmd("up", prefix)) {
+	if (run_script_cmd("up", prefix, xdp_pass ? "-g" : NULL)) {
 		fprintf(stderr, "uskb-pktgen: --veth: %s could not set up the veth pair (iproute2 "
 				"installed? network namespaces allowed here?)\n", script);
 		exit(2);
@@ -280,7 +282,7 @@ void veth_use(struct options *o)
 	static char vdev[64];
 	const char *kind = o->dev ? o->dev : "packet", *opts = strchr(kind, ':');
 
-	veth_up();
+	veth_up(!strncmp(kind, "xdp-live", 8));
 	cli.veth = true;
 	/* packet[:[:]OPTS] or xdp[:[:]OPTS]: the options follow the interface */
 	snprintf(vdev, sizeof(vdev), "%.*s:%s%s", (int)(opts ? opts - kind : (long)strlen(kind)), kind,
