@@ -75,13 +75,14 @@ PKTGEN_OBJS := $(call objs,$(PKTGEN_SRCS))
 VHOST_OBJS  := $(call objs,$(VHOST_SRCS))
 # xdp-live: uskb-pktgen's live program is BPF (clang -target bpf), loaded with libbpf;
 # without clang or libbpf the device refuses to run and says why
-HAVE_LIVE   ?= $(if $(and $(filter 1,$(HAVE_XDP)),$(shell command -v clang)),1)
+# (libbpf 1.0 and later: bpf_test_run_opts.batch_size, bpf_ktime_get_tai_ns)
+HAVE_LIVE   ?= $(if $(and $(filter 1,$(HAVE_XDP)),$(shell command -v clang),$(shell pkg-config --atleast-version=1.0 libbpf && echo 1)),1)
 ifeq ($(HAVE_LIVE),1)
 LIVE_CFLAGS := -DUSKB_HAVE_XDP_LIVE $(shell pkg-config --cflags libbpf)
 PKTGEN_LIBS := $(shell pkg-config --libs libbpf)
 PKTGEN_OBJS += $(BUILD)/obj/pktgen/live_obj.o
 else
-$(info uskb: uskb-pktgen without its xdp-live: program (no clang, libbpf-dev, or HAVE_LIVE=0))
+$(info uskb: uskb-pktgen without its xdp-live: program (no clang, libbpf-dev 1.0+, or HAVE_LIVE=0))
 endif
 LIB_OBJS    := $(CORE_OBJS) $(NETDEV_OBJS) $(PKTGEN_OBJS) $(VHOST_OBJS)
 HEADERS     := $(wildcard include/uskb/*.h)

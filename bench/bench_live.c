@@ -31,7 +31,7 @@ struct variant {
 
 static const struct variant variants[] = {
 	{ "xdp_tx_only", 0, 0, false }, /* the raw XDP_TX program */
-	{ "seq_id_csum", 0, 0, false }, /* sequence, IPv4 id and checksum, addresses, ports */
+	{ "seq_id_csum", 0, 0, false }, /* sequence, IPv4 id and checksum (ports, addresses fixed) */
 	{ "ts_every_packet", 0, 1, false },
 	{ "ts_every_20", 0, 20, false },
 	{ "ranges_seq", 0, 20, true },

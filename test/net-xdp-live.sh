@@ -67,10 +67,10 @@ capture() {
 	local n=$1
 	shift
 	rm -f "$tmp/cap.pcap" "$tmp/ts.err"
-	ip netns exec "$nb" timeout 30 tshark -q -i "$b" -f udp -c "$n" -w "$tmp/cap.pcap" 2>"$tmp/ts.err" &
+	ip netns exec "$nb" timeout 30 tshark -q -B 64 -i "$b" -f udp -c "$n" -w "$tmp/cap.pcap" 2>"$tmp/ts.err" &
 	local tp=$!
 	for _ in $(seq 150); do grep -q "Capturing on" "$tmp/ts.err" 2>/dev/null && break; sleep 0.1; done
-	ip netns exec "$na" timeout 30 "$pg" -q -i "xdp-live:$a" -n "$n" --ratep 20000 "$@" >"$tmp/out" 2>&1 ||
+	ip netns exec "$na" timeout 30 "$pg" -q -i "xdp-live:$a" -n "$n" ${RATE:+--ratep $RATE} "$@" >"$tmp/out" 2>&1 ||
 		bad "xdp-live $*: exit $?: $(tail -3 "$tmp/out")"
 	wait $tp || bad "xdp-live $*: tshark caught fewer than $n frames"
 	fields "$tmp/cap.pcap" >"$tmp/live.txt"
@@ -102,37 +102,53 @@ cases=(
 	"vlan, no timestamp, 1000 B|-d 198.18.0.2|vlan_id 5|-s|1000|flag NO_TIMESTAMP|flag UDPCSUM"
 	"IPv6|-6|-d|fd00::2|src6 fd00::1|flag UDPCSUM|udp_dst_min 20|udp_dst_max 24"
 	"IPv6, nothing changing but the pktgen header|-6|-d|fd00::2|src6 fd00::1|flag UDPCSUM"
+	"MPLS, QinQ, odd length|-d 198.18.0.2|mpls 0001000a,00002000|svlan_id 7|vlan_id 9|-s|101|flag UDPCSUM"
+	"unpaced: one call, batches of 64 on recycled frames|-d 198.18.0.2|src_max 198.18.0.9|udp_dst_min 5|udp_dst_max 60|dst_mac_count 7|flows 3|flowlen 5|flag FLOW_SEQ|flag UDPCSUM|@unpaced"
 )
 for c in "${cases[@]}"; do
 	IFS='|' read -r -a args <<<"$c"
 	what=${args[0]}
 	args=("${args[@]:1}")
+	n=$N RATE=20000 # one packet per call, on time
+	if [ "${args[-1]}" = @unpaced ]; then
+		unset 'args[-1]'
+		n=500 RATE="" # one call of 500: the kernel's batches reuse frames the program changed
+	fi
 	# "-d X" split in two words
 	ex=()
 	for w in "${args[@]}"; do
 		case $w in "-d "*) ex+=(-d "${w#-d }") ;; *) ex+=("$w") ;; esac
 	done
-	capture $N "${base[@]}" "${ex[@]}"
-	reference $N "${base[@]}" "${ex[@]}"
+	capture $n "${base[@]}" "${ex[@]}"
+	reference $n "${base[@]}" "${ex[@]}"
 	before=$fail
-	if ! diff -q "$tmp/ref.txt" "$tmp/live.txt" >/dev/null || [ "$(wc -l <"$tmp/live.txt")" != $N ]; then
+	if ! diff -q "$tmp/ref.txt" "$tmp/live.txt" >/dev/null || [ "$(wc -l <"$tmp/live.txt")" != $n ]; then
 		bad "$what: the frames differ from pcap:'s"
 		diff "$tmp/ref.txt" "$tmp/live.txt" | head -6
 	fi
 	sums_good "$what"
 	times_sane "$what"
-	[ $fail = "$before" ] && echo "frames, $what: $N equal to pcap:'s"
+	[ $fail = "$before" ] && echo "frames, $what: $n equal to pcap:'s"
 done
 # random fields: within their ranges, checksums good, sequence in order
-capture $N "${base[@]}" -d 198.18.0.2 "src_min 198.18.0.10" "src_max 198.18.0.20" "flag IPSRC_RND" \
-	"udp_dst_min 1000" "udp_dst_max 1010" "flag UDPDST_RND" "src_mac_count 5" "flag MACSRC_RND" "flag UDPCSUM"
-awk -F'\t' "$HEX"' { split($4, ip, "."); split($1, m, ":")
-	if (ip[4] < 10 || ip[4] >= 20 || $13 < 1000 || $13 >= 1010 || m[6] !~ /^0[1-5]$/ ||
+RATE=20000 capture $N "${base[@]}" "src_min 198.18.0.10" "src_max 198.18.0.20" "flag IPSRC_RND" \
+	"dst_min 198.18.0.40" "dst_max 198.18.0.50" "flag IPDST_RND" \
+	"udp_src_min 200" "udp_src_max 210" "flag UDPSRC_RND" "udp_dst_min 1000" "udp_dst_max 1010" \
+	"flag UDPDST_RND" "src_mac_count 5" "flag MACSRC_RND" "dst_mac_count 3" "flag MACDST_RND" "flag UDPCSUM"
+awk -F'\t' "$HEX"' { split($4, ip, "."); split($5, dip, "."); split($1, m, ":"); split($2, dm, ":")
+	if (ip[4] < 10 || ip[4] >= 20 || dip[4] < 40 || dip[4] >= 50 || $12 < 200 || $12 >= 210 ||
+	    $13 < 1000 || $13 >= 1010 || m[6] !~ /^0[1-5]$/ || dm[6] !~ /^0[2-4]$/ ||
 	    hex(substr($NF, 9, 8)) != NR || substr($NF, 1, 8) != "be9be955") {
 		print "FAIL: random: out of range or order: " $0; bad = 1; exit } } END { exit bad }' "$tmp/live.txt" ||
 	fail=$((fail + 1))
 sums_good random
 [ "$(cut -f4 "$tmp/live.txt" | sort -u | wc -l)" -gt 2 ] || bad "random: the source never changed: $(cut -f4 "$tmp/live.txt" | sort -u)"
+# random IPv6 destinations: (random | min) & max, as the kernel
+RATE=20000 capture $N "${base[@]}" -6 "src6 fd00::1" "dst6_min fd00::2:0" "dst6_max fd00::2:ff" "flag UDPCSUM"
+awk -F'\t' '$7 !~ /^fd00::2:[0-9a-f]+$/ && $7 != "fd00::2" { print "FAIL: random IPv6: " $0; bad = 1; exit } END { exit bad }' \
+	"$tmp/live.txt" || fail=$((fail + 1))
+sums_good "random IPv6"
+[ "$(cut -f7 "$tmp/live.txt" | sort -u | wc -l)" -gt 2 ] || bad "random IPv6: the destination never changed"
 [ $fail = 0 ] && echo "frames, random fields: in range"
 
 # ---- sequence and timing: a paced run, every packet once ----
@@ -152,10 +168,13 @@ lmax=$(sed -n 's/.*"max": \([0-9]*\)}.*/\1/p' <<<"$r")
 echo "paced run: $M packets once each, latency max $lmax ns"
 
 # two threads, two queues: each sends its count, exactly
+rx0=$(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets)
 out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp-live:$a" -t 2 -n 100000 -d 198.18.0.2 --json) ||
 	bad "-t 2: sender failed: $out"
 [ "$(grep -c '"packets": 100000,' <<<"$out")" = 2 ] || bad "-t 2: $out"
-echo "two threads: 2 x 100000 sent"
+got=$(( $(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0 ))
+[ "$got" -ge 200000 ] && [ "$got" -le 200010 ] || bad "-t 2: $b received $got packets, want 200000"
+echo "two threads: 2 x 100000 sent, $got received"
 leftovers "normal ends"
 
 # ---- refusals and errors ----
@@ -176,6 +195,8 @@ refuse VID_RND "vlan_id 5" "flag VID_RND"
 refuse MPLS_RND "mpls 0001000a" "flag MPLS_RND"
 refuse QUEUE_MAP_RND "flag QUEUE_MAP_RND"
 refuse "queue_map_min/queue_map_max" "queue_map_min 0" "queue_map_max 1"
+refuse SVID_RND "svlan_id 3" "vlan_id 4" "flag SVID_RND"
+refuse xmit_mode "xmit_mode queue_xmit"
 echo "refusals: each named"
 check_err() {
 	local rc_want=$1 want=$2

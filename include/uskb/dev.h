@@ -232,12 +232,15 @@ USKB_API void uskb_dev_get_stats(const struct uskb_dev *dev, int queue, struct u
  * @prog_fd runs on @frame (@len bytes, an Ethernet frame) @repeat times in
  * live-frames mode (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES, Linux
  * 5.18+), @batch frames at a time (0: the kernel's 64), on the calling
- * CPU; every copy the program returns XDP_TX for goes out of the
- * interface, as @queue's. Each run starts from @frame or from a copy the
- * program already changed (the kernel recycles them): the program writes
- * every field it changes. @sent, where the program counts the frames it
- * sent (NULL: each run counts as sent), gives the device's counters
- * their exact growth. 0; -EINTR when a signal cut the run short (@sent
+ * CPU; every copy the program returns XDP_TX for is handed to the
+ * interface (@queue is the run's rx_queue_index: the driver picks its
+ * transmit queue, a veth by CPU). Each run starts from @frame or from a
+ * copy the program already changed (the kernel recycles them): the
+ * program writes every field it changes. @sent, where the program counts
+ * the frames it sent (NULL: a complete run counts all, an interrupted one
+ * none), gives the device's counters their exact growth; drops by the
+ * kernel after the program (interface down, no XDP transmit in the
+ * driver) are not seen. 0; -EINTR when a signal cut the run short (@sent
  * says how far it got); -EMSGSIZE for a frame past the MTU or a page;
  * -ENETDOWN once the interface is gone or down; -EOPNOTSUPP for a device
  * of another type; or the kernel's -errno.

@@ -430,7 +430,7 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 	return true;
 }
 
-struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
+struct uskb *__uskb_pg_build_next(struct pg_dev *d)
 {
 	struct uskb_pktgen_pkt *p = &d->pkt;
 	struct uskb *skb;
@@ -473,15 +473,23 @@ struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
 		if (skb)
 			tmpl_keep(d, p, skb);
 	}
-	if (!skb) {
-		pthread_mutex_lock(&d->t->pg->lock);
-		snprintf(d->result, RESULT_SZ, "No memory");
-		pthread_mutex_unlock(&d->t->pg->lock);
+	if (!skb)
 		return NULL;
-	}
 	if (!p->ipv6)
 		d->ip_id++;
 	skb->queue_mapping = (uint16_t)d->cur_queue_map;
 	skb->priority = d->p.skb_priority;
+	return skb;
+}
+
+struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
+{
+	struct uskb *skb = __uskb_pg_build_next(d);
+
+	if (!skb) {
+		pthread_mutex_lock(&d->t->pg->lock);
+		snprintf(d->result, RESULT_SZ, "No memory");
+		pthread_mutex_unlock(&d->t->pg->lock);
+	}
 	return skb;
 }

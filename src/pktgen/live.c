@@ -57,7 +57,7 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	return -EOPNOTSUPP;
 }
 
-int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
+int __uskb_pg_live_send(struct pg_dev *d, uint32_t *n, uint64_t *ok)
 {
 	(void)d, (void)n;
 	*ok = 0;
@@ -115,14 +115,16 @@ static char load_msg[160];
 static int load_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
+	va_list again;
 	size_t n;
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
+	va_copy(again, ap);
 	if (getenv("USKB_LIBBPF_LOG"))
-		vfprintf(stderr, fmt, ap);
-	else
-		vsnprintf(line, sizeof(line), fmt, ap);
+		vfprintf(stderr, fmt, again);
+	va_end(again);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	n = strlen(line);
 	while (n && line[n - 1] == '\n')
 		line[--n] = 0;
@@ -347,8 +349,10 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	}
 	/* the first packet, built as every device's; the program starts from the state before it */
 	p0 = d->p;
-	skb = __uskb_pg_fill_packet(d);
+	skb = __uskb_pg_build_next(d); /* (pg->lock is held: the result is ours to write) */
 	if (!skb) {
+		snprintf(d->result, RESULT_SZ, "No memory");
+		d->ip_id = ip_id0;
 		free(l);
 		return -ENOMEM;
 	}
@@ -383,18 +387,20 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	return 0;
 }
 
-int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok)
+int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 {
 	struct pg_live *l = d->live;
 	struct pgl_state *s = &l->sh->st;
 	uint64_t frames, t0 = 0, took;
-	bool sized = n >= l->call; /* a call of the run's own size: time it */
+	bool sized = *np >= l->call; /* a call of the run's own size: time it */
+	uint32_t n;
 	int err;
 
 	if (sized) {
-		n = l->call;
+		*np = l->call;
 		t0 = uskb_mono_ns();
 	}
+	n = *np;
 	l->sh->cfg.tai_off = tai_offset(); /* the clock may have been set since */
 	l->sh->st.ts_left = 0;		    /* a call's first packet reads the clock */
 	err = uskb_dev_xdp_run(d->nd->dev, d->cur_queue_map, l->prog_fd, l->frame, l->len, n,

@@ -258,6 +258,8 @@ struct uskb_pktgen {
 USKB_HIDDEN void __uskb_pg_setup_inject(struct pg_dev *d);
 /* mod_cur_headers(), then the packet of those headers; NULL (result "No memory") */
 USKB_HIDDEN struct uskb *__uskb_pg_fill_packet(struct pg_dev *d);
+/* the same without the result (for a caller that holds pg->lock): NULL when memory ran out */
+USKB_HIDDEN struct uskb *__uskb_pg_build_next(struct pg_dev *d);
 
 /* ---- xmit.c: running ---- */
 
@@ -274,15 +276,17 @@ USKB_HIDDEN int __uskb_pg_run(struct uskb_pktgen *pg);
 /*
  * Set a run on a device with USKB_DEV_F_XDP_RUN up: refuse what the live
  * program cannot do, build the frame, load the program (d->live). 0, or
- * -errno with the reason in d->result (the device does not run).
+ * -errno with the reason in d->result (the device does not run). Called
+ * with pg->lock held (dev_start).
  */
 USKB_HIDDEN int __uskb_pg_live_start(struct pg_dev *d);
 /*
- * Send @n packets in one call, or fewer when @n is more than an unpaced
- * call takes (live.c sizes those); *ok: how many went (the sequence number
- * and the header state follow). 0 or -errno.
+ * Send *@n packets in one call, or fewer when *@n is more than an unpaced
+ * call takes (live.c sizes those: *@n is then what the call tried); *ok:
+ * how many went (the sequence number and the header state follow). 0 or
+ * -errno.
  */
-USKB_HIDDEN int __uskb_pg_live_send(struct pg_dev *d, uint32_t n, uint64_t *ok);
+USKB_HIDDEN int __uskb_pg_live_send(struct pg_dev *d, uint32_t *n, uint64_t *ok);
 /* the program and its state let go (d->live NULL); a no-op without */
 USKB_HIDDEN void __uskb_pg_live_stop(struct pg_dev *d);
 

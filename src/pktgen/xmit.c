@@ -250,6 +250,7 @@ static struct pg_dev *next_to_run(struct pg_thread *t);
 static void live_xmit(struct pg_dev *d)
 {
 	uint64_t sofar = uskb_count_read(&d->sofar), n = UINT32_MAX, ok;
+	uint32_t tried;
 	int err;
 
 	if (d->p.delay) {
@@ -257,26 +258,30 @@ static void live_xmit(struct pg_dev *d)
 		spin(d, d->next_tx);
 		if (stopping(d))
 			return;
-		/* spin() set the next time one packet on; the call sends n */
-		d->next_tx = uskb_add_sat(d->next_tx, (n - 1) * d->p.delay);
 	}
 	if (d->p.count && n > d->p.count - sofar)
 		n = d->p.count - sofar;
-	if (n > UINT32_MAX)
-		n = UINT32_MAX;
+	tried = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 	d->sent_queue = (int)d->cur_queue_map;
 	d->q_lo = d->q_hi = d->cur_queue_map;
 	tx_lock(d->nd, d->cur_queue_map);
-	err = __uskb_pg_live_send(d, (uint32_t)n, &ok);
+	err = __uskb_pg_live_send(d, &tried, &ok);
 	tx_unlock(d->nd, d->cur_queue_map);
+	n = tried; /* the call may have tried fewer (an unpaced call's size) */
+	/* spin() set the next time one packet on; the call was n */
+	if (d->p.delay)
+		d->next_tx = uskb_add_sat(d->next_tx, (n - 1) * d->p.delay);
 	if (ok) {
 		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
 		uskb_count_add(&d->tx_bytes, ok * d->last_pkt_size);
 	}
 	/* a signal (a stop, most likely) cut the call short: what went is counted */
 	if (err && err != -EINTR) {
-		/* the frame no longer fits, the interface went away: what was not sent is lost */
-		uskb_count_add(&d->errors, n - ok);
+		/*
+		 * The frame no longer fits, the interface went away: one failed
+		 * transmit (the kernel pktgen's error count), and the run ends
+		 */
+		uskb_count_add(&d->errors, 1);
 		dev_stop(d);
 		if (err == -EBADMSG) { /* not the device's: say it in the result */
 			pthread_mutex_lock(&d->t->pg->lock);
