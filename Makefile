@@ -132,7 +132,7 @@ $(BUILD)/obj/%.o: src/%.c $(HEADERS) $(PRIV_HEADERS)
 
 $(BUILD)/obj/dev/xdp.o $(BUILD)/obj/dev/xdplive.o: LIBFLAGS += $(XDP_CFLAGS)
 $(BUILD)/obj/pktgen/live.o: LIBFLAGS += $(LIVE_CFLAGS)
-$(BUILD)/obj/pktgen/live.o: bpf/pktgen_live.h
+$(BUILD)/obj/pktgen/live.o $(BUILD)/obj/pktgen/flow.o: bpf/pktgen_live.h
 # the live program's ELF image, linked in (.incbin)
 $(BUILD)/obj/pktgen/live_obj.o: src/pktgen/live_obj.S $(BUILD)/bpf/pktgen_live.o
 	@mkdir -p $(@D)

@@ -31,22 +31,6 @@ static __always_inline bool ip4_special(__u32 a /* host order */)
 	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
 }
 
-/* add mc to the low four bytes of base into mac[1..5], carrying upward (mac[0] stays) */
-static __always_inline void bump_mac(__u8 *mac, const __u8 *base, __u32 mc)
-{
-	__u32 tmp = base[5] + (mc & 0xff);
-
-	mac[5] = (__u8)tmp;
-	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
-	mac[4] = (__u8)tmp;
-	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
-	mac[3] = (__u8)tmp;
-	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
-	mac[2] = (__u8)tmp;
-	tmp = base[1] + (tmp >> 8);
-	mac[1] = (__u8)tmp;
-}
-
 /* the MAC offset of a range: the next one, or a random one; false: no range */
 static __always_inline bool mac_step(__u32 count, __u32 *offset, bool rnd, __u32 *mc)
 {
@@ -116,9 +100,9 @@ static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s,
 		f = bpf_map_lookup_elem(&flows, &fl);
 	}
 	if (mac_step(c->src_mac_count, &s->cur_src_mac_offset, flags & PGL_MACSRC_RND, &mc))
-		bump_mac(eth + 6, c->src_mac, mc);
+		pgl_bump_mac(eth + 6, c->src_mac, mc);
 	if (mac_step(c->dst_mac_count, &s->cur_dst_mac_offset, flags & PGL_MACDST_RND, &mc))
-		bump_mac(eth, c->dst_mac, mc);
+		pgl_bump_mac(eth, c->dst_mac, mc);
 	port_step(c->udp_src_min, c->udp_src_max, &s->cur_udp_src, flags & PGL_UDPSRC_RND);
 	port_step(c->udp_dst_min, c->udp_dst_max, &s->cur_udp_dst, flags & PGL_UDPDST_RND);
 	if (!(flags & PGL_IPV6)) {
@@ -217,12 +201,20 @@ int pktgen_live(struct xdp_md *ctx)
 		pg[2] = 0;
 		pg[3] = 0;
 	} else {
-		/* the clock and its two divisions every ts_every packets, not every one */
+		/* the clock every ts_every packets, not every one */
 		if (!s->ts_left) {
-			__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, sec = ns / 1000000000;
+			__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, in = ns - s->ts_base;
 
-			s->ts_sec = bpf_htonl((__u32)sec);
-			s->ts_usec = bpf_htonl((__u32)((ns - sec * 1000000000) / 1000));
+			/* a new second (or the clock set back: in wrapped): the one division */
+			if (in >= 1000000000) {
+				__u64 sec = ns / 1000000000;
+
+				s->ts_base = sec * 1000000000;
+				s->ts_sec = bpf_htonl((__u32)sec);
+				in = ns - s->ts_base;
+			}
+			/* in / 1000 for in < 2^32, by multiplying (Granlund-Montgomery) */
+			s->ts_usec = bpf_htonl((__u32)((in * 4398046512ull) >> 42));
 			s->ts_left = c->ts_every;
 		}
 		s->ts_left--;

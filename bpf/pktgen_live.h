@@ -4,7 +4,7 @@
 
 /*
  * What uskb-pktgen's live-frames program (bpf/pktgen_live.c) shares with
- * the engine (src/pktgen/live.c): one struct in the program's .bss, mapped
+ * the engine (src/pktgen/live.c, flow.c): one struct in the program's .bss, mapped
  * into the engine's memory. The engine writes the configuration and the
  * starting state before the first run; the program then steps the state
  * per frame, as mod_cur_headers() does, and counts the frames it sent.
@@ -36,6 +36,27 @@ enum {
 };
 
 #define PGL_MAX_FLOWS 65536
+
+/*
+ * src/dst_mac_count: @mc added to the low four bytes of @base, carrying
+ * upward, into @mac[1..5] (@mac[0] stays), as the kernel pktgen does; the
+ * engine (flow.c) and the program step MAC ranges with it.
+ */
+static inline __attribute__((always_inline)) void pgl_bump_mac(__u8 *mac, const __u8 *base,
+							       __u32 mc)
+{
+	__u32 tmp = base[5] + (mc & 0xff);
+
+	mac[5] = (__u8)tmp;
+	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
+	mac[4] = (__u8)tmp;
+	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
+	mac[3] = (__u8)tmp;
+	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
+	mac[2] = (__u8)tmp;
+	tmp = base[1] + (tmp >> 8);
+	mac[1] = (__u8)tmp;
+}
 
 struct pgl_flow {
 	__u32 cur_daddr; /* network order */
@@ -71,6 +92,7 @@ struct pgl_cfg {
 
 struct pgl_state {
 	__u64 frames; /* frames the program sent (XDP_TX), since the start */
+	__u64 ts_base; /* the time's current second, in ns (0: none yet) */
 	__u32 seq;
 	__u32 ip_id;
 	__u32 cur_saddr, cur_daddr; /* network order */

@@ -16,6 +16,7 @@
 #endif
 
 #include "pg.h"
+#include "../../bpf/pktgen_live.h" /* pgl_bump_mac, shared with the live program */
 
 /*
  * The wall-clock time for a packet's pktgen header, to the microsecond (the
@@ -157,22 +158,6 @@ static bool ip4_special(uint32_t a /* host order */)
 	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
 }
 
-static void bump_mac(uint8_t *hh, const uint8_t *base, uint32_t mc)
-{
-	/* add mc to the low four bytes of the address, carrying upward */
-	uint32_t tmp = base[5] + (mc & 0xff);
-
-	hh[5] = (uint8_t)tmp;
-	tmp = base[4] + ((mc >> 8) & 0xff) + (tmp >> 8);
-	hh[4] = (uint8_t)tmp;
-	tmp = base[3] + ((mc >> 16) & 0xff) + (tmp >> 8);
-	hh[3] = (uint8_t)tmp;
-	tmp = base[2] + ((mc >> 24) & 0xff) + (tmp >> 8);
-	hh[2] = (uint8_t)tmp;
-	tmp = base[1] + (tmp >> 8);
-	hh[1] = (uint8_t)tmp;
-}
-
 /* src/dst_mac_count: the next (or a random) address of the range into @hh */
 static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_t rnd_flag,
 		     uint8_t *hh, const uint8_t *base)
@@ -188,7 +173,7 @@ static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_
 		if (*offset >= count)
 			*offset = 0;
 	}
-	bump_mac(hh, base, mc);
+	pgl_bump_mac(hh, base, mc);
 }
 
 /* udp_src/dst ranges: max exclusive, sequential or random */

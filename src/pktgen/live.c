@@ -109,7 +109,9 @@ struct pg_live {
 /*
  * libbpf's messages while loading: the first warning kept, for the result
  * line; all of them on stderr with USKB_LIBBPF_LOG set (the verifier's log).
+ * libbpf has one print function per process: loads are serialized here.
  */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static char load_msg[160];
 
 static int load_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -181,8 +183,8 @@ static void live_free(struct pg_live *l)
 	free(l);
 }
 
-/* the program and its maps; 0, or -errno with the reason in load_msg */
-static int live_load(struct pg_live *l, unsigned int cflows)
+/* the program and its maps; 0, or -errno with libbpf's reason in @why (@len bytes) */
+static int live_load(struct pg_live *l, unsigned int cflows, char *why, size_t len)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "uskb_pktgen");
 	libbpf_print_fn_t old;
@@ -191,6 +193,7 @@ static int live_load(struct pg_live *l, unsigned int cflows)
 	size_t sz = 0;
 	int err;
 
+	pthread_mutex_lock(&load_lock);
 	load_msg[0] = 0;
 	old = libbpf_set_print(load_print);
 	l->obj = bpf_object__open_mem(__uskb_pg_live_obj,
@@ -237,6 +240,8 @@ static int live_load(struct pg_live *l, unsigned int cflows)
 		err = -ENOENT;
 out:
 	libbpf_set_print(old);
+	snprintf(why, len, "%s", load_msg);
+	pthread_mutex_unlock(&load_lock);
 	return err < 0 ? err : -err;
 }
 
@@ -334,6 +339,7 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	struct pg_live *l;
 	struct uskb *skb;
 	uint16_t ip_id0 = d->ip_id, nh, th;
+	char why[160];
 	int err;
 
 	if (cmd) {
@@ -366,14 +372,15 @@ int __uskb_pg_live_start(struct pg_dev *d)
 			 LIVE_FRAME_MAX);
 		uskb_free(skb);
 		free(l);
+		d->ip_id = ip_id0;
 		return -EMSGSIZE;
 	}
 	uskb_copy_bits(skb, 0, l->frame, (int)l->len);
 	uskb_free(skb);
-	err = live_load(l, d->p.cflows);
+	err = live_load(l, d->p.cflows, why, sizeof(why));
 	if (err) {
 		snprintf(d->result, RESULT_SZ, "ERROR: %s: loading the live program: %s%s%s", d->odevname,
-			 strerror(-err), load_msg[0] ? ": " : "", load_msg);
+			 strerror(-err), why[0] ? ": " : "", why);
 		live_free(l);
 		d->ip_id = ip_id0;
 		return err;
