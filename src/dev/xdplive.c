@@ -219,7 +219,12 @@ static void live_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **sk
 		}
 		uskb_copy_bits(skb, 0, q->frame, (int)skb->len);
 		err = run(dev, queue, p->tx_fd, q->frame, skb->len, 1, 1);
-		if (err == -EINTR) { /* a signal before the run: try again later */
+		/*
+		 * The kernel looks for signals only between batches, after the
+		 * count is checked: a one-frame run is never cut short, so an
+		 * EINTR means it did not run. Try again later.
+		 */
+		if (err == -EINTR) {
 			for (; i < n; i++)
 				res[i] = USKB_XMIT_BUSY;
 			return;
