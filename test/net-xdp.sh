@@ -65,6 +65,8 @@ done
 for d in "xdp:$a" "packet:$a"; do
 	ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
 	rxp=$!
+	# until the receiver's program is on (a sanitizer build starts slowly), then its sockets bind
+	for _ in $(seq 100); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
 	sleep 0.7
 	out=$(ip netns exec "$na" timeout 60 "$pg" -i "$d" -t 2 --no-pin "${send[@]}" --ratep 50000 --json) ||
 		bad "$d -t 2: sender failed"
