@@ -57,16 +57,18 @@ static __always_inline void port_step(__u32 min, __u32 max, __u32 *cur, bool rnd
 	}
 }
 
-static __always_inline __u32 fold(__u64 sum)
+/*
+ * A sum of 16-bit words folded to 16 bits. The program's sums stay far
+ * below 2^32 (a folded base and at most a few dozen words): two steps.
+ */
+static __always_inline __u32 fold(__u32 sum)
 {
-	sum = (sum & 0xffffffff) + (sum >> 32);
 	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u32)((sum & 0xffff) + (sum >> 16));
+	return (sum & 0xffff) + (sum >> 16);
 }
 
 /* the two halves of a 32-bit word as they lie in memory, summed */
-static __always_inline __u64 halves(__u32 w)
+static __always_inline __u32 halves(__u32 w)
 {
 	return (w & 0xffff) + (w >> 16);
 }
@@ -159,7 +161,7 @@ int pktgen_live(struct xdp_md *ctx)
 	struct pgl_cfg *c = &g.cfg;
 	struct pgl_state *s = &g.st;
 	__u32 nh = c->nh & 0xff, th = c->th & 0xff, flags = c->flags;
-	__u64 ipsum = c->ipsum, usum = c->udpsum, sum;
+	__u32 ipsum = c->ipsum, usum = c->udpsum, sum;
 	__u8 *eth = data, *iph, *udph;
 	__u32 *pg;
 
@@ -201,9 +203,24 @@ int pktgen_live(struct xdp_md *ctx)
 		pg[2] = 0;
 		pg[3] = 0;
 	} else {
-		/* the clock every ts_every packets, not every one */
-		if (!s->ts_left) {
-			__u64 ns = bpf_ktime_get_tai_ns() - c->tai_off, in = ns - s->ts_base;
+		__u32 run = s->run++;
+
+		/* the clock at a batch's first frame, then every ts_every (at ~40 ns a read) */
+		if (!(run & c->batch_mask) || !s->ts_left) {
+			__u64 tai = bpf_ktime_get_tai_ns(), ns = tai - c->tai_off, in = ns - s->ts_base;
+
+			/*
+			 * Within a batch: how many frames the last ts_every took a
+			 * microsecond for. (A batch's first read follows the last
+			 * batch's sending: no measure of the program's own pace.)
+			 */
+			if (run & c->batch_mask) {
+				__u64 el = tai - s->ts_tai, per_us = el ? s->ts_every * 1000ull / el : 64;
+
+				/* (at most half a batch: the next batch measures again) */
+				s->ts_every = per_us < 1 ? 1 : per_us > 32 ? 32 : (__u32)per_us;
+			}
+			s->ts_tai = tai;
 
 			/* a new second (or the clock set back: in wrapped): the one division */
 			if (in >= 1000000000) {
@@ -215,11 +232,13 @@ int pktgen_live(struct xdp_md *ctx)
 			}
 			/* in / 1000 for in < 2^32, by multiplying (Granlund-Montgomery) */
 			s->ts_usec = bpf_htonl((__u32)((in * 4398046512ull) >> 42));
-			s->ts_left = c->ts_every;
+			s->ts_sum = halves(s->ts_sec) + halves(s->ts_usec);
+			s->ts_left = s->ts_every;
 		}
 		s->ts_left--;
 		pg[2] = s->ts_sec;
 		pg[3] = s->ts_usec;
+		usum += s->ts_sum;
 	}
 	if (!(flags & PGL_IPV6)) {
 		__u16 id = bpf_htons((__u16)s->ip_id);
@@ -231,7 +250,7 @@ int pktgen_live(struct xdp_md *ctx)
 	if (flags & PGL_UDPCSUM) {
 		__u32 check;
 
-		usum += halves(pg[1]) + halves(pg[2]) + halves(pg[3]);
+		usum += halves(pg[1]);
 		check = ~fold(usum) & 0xffff;
 		*(__u16 *)(udph + 6) = check ? (__u16)check : 0xffff;
 	}

@@ -83,11 +83,11 @@ struct pgl_cfg {
 	__u32 ipsum, udpsum;
 	__s64 tai_off; /* CLOCK_TAI - CLOCK_REALTIME, ns: refreshed before each run */
 	/*
-	 * The clock is read every ts_every packets (1 and up): the engine
-	 * picks it so that that many packets take at most a microsecond, so a
-	 * packet's time is at most 1 us behind, never ahead.
+	 * The kernel runs the program on a batch of frames back to back, then
+	 * sends them (and a receiver on this CPU takes them) before the next
+	 * batch: the run's batch size, a power of two, less one.
 	 */
-	__u32 ts_every;
+	__u32 batch_mask;
 };
 
 struct pgl_state {
@@ -101,8 +101,19 @@ struct pgl_state {
 	__u32 cur_src_mac_offset, cur_dst_mac_offset;
 	__u32 curfl, nflows;
 	__u32 aborted; /* frames the program could not write (shorter than cfg.len): not sent */
-	__u32 ts_left;		  /* packets still to take the time read last (0: read it) */
+	/*
+	 * The time. The clock is read at each batch's first frame, and within
+	 * a batch every ts_every frames: as many as the program itself ran in
+	 * a microsecond when it last measured (1 to 32, so that each batch of
+	 * 64 measures). So a packet's time is about a microsecond behind at
+	 * most, never ahead.
+	 */
+	__u32 run;		  /* runs in this call: the engine zeroes it before each */
+	__u32 ts_every;
+	__u32 ts_left;		  /* packets still to take the time read last */
 	__u32 ts_sec, ts_usec;	  /* that time, as the pktgen header has it (big-endian) */
+	__u32 ts_sum;		  /* their 16-bit halves summed, for the UDP checksum */
+	__u64 ts_tai;		  /* when it was read: the clock's TAI ns */
 };
 
 struct pgl_shared {

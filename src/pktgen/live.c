@@ -83,7 +83,7 @@ extern const unsigned char __uskb_pg_live_obj[] USKB_HIDDEN;
 extern const unsigned char __uskb_pg_live_obj_end[] USKB_HIDDEN;
 
 #define LIVE_FRAME_MAX 3520 /* a page less XDP's headroom and the shared info */
-#define LIVE_BATCH 64	    /* frames the kernel sends per batch (xdp-trafficgen: the same; 256 measured no better) */
+#define LIVE_BATCH 64	    /* frames the kernel sends per batch, a power of two (xdp-trafficgen: 64; 256 measured no better) */
 /*
  * Each call of more than one packet costs the kernel a grace period (its
  * page pool's teardown: ~1.5 ms on this 2-CPU VM), so an unpaced run's
@@ -320,7 +320,8 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 		c->udpsum = fold32(sum);
 	}
 	c->tai_off = tai_offset();
-	c->ts_every = 1;
+	c->batch_mask = LIVE_BATCH - 1;
+	s->ts_every = 1;
 	s->seq = d->seq_num;
 	s->ip_id = ip_id0;
 	s->cur_saddr = p0->cur_saddr;
@@ -409,7 +410,7 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 	}
 	n = *np;
 	l->sh->cfg.tai_off = tai_offset(); /* the clock may have been set since */
-	l->sh->st.ts_left = 0;		    /* a call's first packet reads the clock */
+	l->sh->st.run = 0;		    /* a call's first packet reads the clock */
 	err = uskb_dev_xdp_run(d->nd->dev, d->cur_queue_map, l->prog_fd, l->frame, l->len, n,
 			       LIVE_BATCH, (const volatile uint64_t *)&s->frames);
 	frames = s->frames;
@@ -425,10 +426,6 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 		want = want > 4ull * n ? 4ull * n : want < n / 4 ? n / 4 : want;
 		l->call = (uint32_t)(want < LIVE_CALL_MIN ? LIVE_CALL_MIN :
 				     want > LIVE_CALL_MAX ? LIVE_CALL_MAX : want);
-		/* as many packets per clock read as this call sent in a microsecond (the call's
-		 * own overhead counted in: fewer, never more) */
-		want = (uint64_t)n * 1000 / took;
-		l->sh->cfg.ts_every = want < 1 ? 1 : want > 64 ? 64 : (uint32_t)want;
 	}
 	*ok = frames - l->frames;
 	l->frames = frames;
