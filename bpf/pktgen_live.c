@@ -58,8 +58,8 @@ static __always_inline void port_step(__u32 min, __u32 max, __u32 *cur, bool rnd
 }
 
 /*
- * A sum of 16-bit words folded to 16 bits. The program's sums stay far
- * below 2^32 (a folded base and at most a few dozen words): two steps.
+ * A sum of 16-bit words folded to 16 bits: two steps for any 32-bit sum.
+ * The program's stay far below 2^32 (a 16-bit base and a few dozen words).
  */
 static __always_inline __u32 fold(__u32 sum)
 {

@@ -78,7 +78,8 @@ struct pgl_cfg {
 	 * The IPv4 header's 16-bit words as they lie in memory, summed
 	 * without id and checksum (and, with PGL_STEP, the addresses); the
 	 * UDP checksum's sum without sequence number and time (and, with
-	 * PGL_STEP, ports and addresses) (UDPCSUM).
+	 * PGL_STEP, ports and addresses) (UDPCSUM). Both folded to 16 bits:
+	 * the program adds a few dozen words at most, in 32 bits.
 	 */
 	__u32 ipsum, udpsum;
 	__s64 tai_off; /* CLOCK_TAI - CLOCK_REALTIME, ns: refreshed before each run */

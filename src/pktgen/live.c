@@ -136,33 +136,6 @@ static int load_print(enum libbpf_print_level level, const char *fmt, va_list ap
 }
 
 /* the 16-bit words of @len bytes as they lie in memory, summed (an odd last byte padded) */
-static uint64_t sum16(const unsigned char *b, unsigned int len)
-{
-	uint64_t sum = 0;
-	unsigned int i;
-
-	for (i = 0; i + 1 < len; i += 2) {
-		uint16_t w;
-
-		memcpy(&w, b + i, 2);
-		sum += w;
-	}
-	if (i < len) {
-		uint16_t w = 0;
-
-		memcpy(&w, b + i, 1);
-		sum += w;
-	}
-	return sum;
-}
-
-static uint32_t fold32(uint64_t sum)
-{
-	while (sum >> 32)
-		sum = (sum & 0xffffffff) + (sum >> 32);
-	return (uint32_t)sum;
-}
-
 /* CLOCK_TAI - CLOCK_REALTIME in ns (the program reads TAI) */
 static int64_t tai_offset(void)
 {
@@ -253,9 +226,7 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 	struct pgl_state *s = &l->sh->st;
 	const struct pg_params *p = &d->p;
 	uint32_t f = p->flags;
-	unsigned char udp[LIVE_FRAME_MAX];
 	unsigned int ulen = l->len - th;
-	uint64_t sum;
 
 	memset(l->sh, 0, sizeof(*l->sh));
 	c->flags = (f & F_IPV6 ? PGL_IPV6 : 0) | (f & F_IPSRC_RND ? PGL_IPSRC_RND : 0) |
@@ -288,36 +259,38 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 	    (c->flags & PGL_DST6_RND) ||
 	    (!(f & F_IPV6) && (c->src_min < c->src_max || c->dst_min < c->dst_max)))
 		c->flags |= PGL_STEP;
+	/* the checksums' bases, folded (uskb_csum_partial sums words in memory order, as the program) */
 	if (!(f & F_IPV6)) {
 		/* the header but id (4) and checksum (10); the addresses (12..19) unless they change */
 		const unsigned char *iph = l->frame + nh;
+		uskb_wsum ws = uskb_csum_partial(iph, 4, 0);
 
-		c->ipsum = fold32(sum16(iph, 4) + sum16(iph + 6, 4) +
-				  (c->flags & PGL_STEP ? 0 : sum16(iph + 12, 8)));
+		ws = uskb_csum_partial(iph + 6, 4, ws);
+		if (!(c->flags & PGL_STEP))
+			ws = uskb_csum_partial(iph + 12, 8, ws);
+		c->ipsum = (uint16_t)~uskb_csum_fold(ws);
 	}
 	if (f & F_UDPCSUM) {
 		/*
-		 * UDP header and data but checksum, sequence and time (and the ports
-		 * when they change); the pseudo header's length and protocol, its
-		 * addresses unless they change (the IPv6 source never does)
+		 * The pseudo header's protocol and length, its addresses unless
+		 * they change (the IPv6 source never does); the UDP header and
+		 * data but checksum (6), sequence and time (12..23), and the
+		 * ports when they change. The data last: its length may be odd.
 		 */
-		uint16_t w;
+		const unsigned char *udp = l->frame + th;
+		uint16_t w[2] = { htons(17), htons((uint16_t)ulen) };
+		uskb_wsum ws = uskb_csum_partial(w, sizeof(w), 0);
 
-		memcpy(udp, l->frame + th, ulen);
-		if (c->flags & PGL_STEP)
-			memset(udp, 0, 4);
-		memset(udp + 6, 0, 2);
-		memset(udp + 12, 0, 12);
-		sum = sum16(udp, ulen);
-		w = htons(17);
-		sum += w;
-		w = htons((uint16_t)ulen);
-		sum += w;
 		if (f & F_IPV6)
-			sum += sum16(l->frame + nh + 8, c->flags & PGL_STEP ? 16 : 32);
+			ws = uskb_csum_partial(l->frame + nh + 8, c->flags & PGL_STEP ? 16 : 32, ws);
 		else if (!(c->flags & PGL_STEP))
-			sum += sum16(l->frame + nh + 12, 8);
-		c->udpsum = fold32(sum);
+			ws = uskb_csum_partial(l->frame + nh + 12, 8, ws);
+		if (!(c->flags & PGL_STEP))
+			ws = uskb_csum_partial(udp, 4, ws);
+		ws = uskb_csum_partial(udp + 4, 2, ws);
+		ws = uskb_csum_partial(udp + 8, 4, ws);
+		ws = uskb_csum_partial(udp + 24, ulen - 24, ws);
+		c->udpsum = (uint16_t)~uskb_csum_fold(ws);
 	}
 	c->tai_off = tai_offset();
 	c->batch_mask = LIVE_BATCH - 1;
