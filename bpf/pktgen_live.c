@@ -26,18 +26,13 @@ struct {
 	__type(value, struct pgl_flow);
 } flows SEC(".maps");
 
-static __always_inline bool ip4_special(__u32 a /* host order */)
-{
-	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
-}
-
 /* the MAC offset of a range: the next one, or a random one; false: no range */
 static __always_inline bool mac_step(__u32 count, __u32 *offset, bool rnd, __u32 *mc)
 {
 	if (count <= 1)
 		return false;
 	if (rnd) {
-		*mc = bpf_get_prandom_u32() % count;
+		*mc = pgl_pick(bpf_get_prandom_u32(), 0, count);
 	} else {
 		*mc = (*offset)++;
 		if (*offset >= count)
@@ -50,11 +45,7 @@ static __always_inline void port_step(__u32 min, __u32 max, __u32 *cur, bool rnd
 {
 	if (min >= max)
 		return;
-	if (rnd) {
-		*cur = bpf_get_prandom_u32() % (max - min) + min;
-	} else if (++*cur >= max) {
-		*cur = min;
-	}
+	*cur = rnd ? pgl_pick(bpf_get_prandom_u32(), min, max) : pgl_port_next(*cur, min, max);
 }
 
 /*
@@ -90,7 +81,7 @@ static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s,
 					s->curfl = 0;
 			}
 		} else {
-			fl = bpf_get_prandom_u32() % c->cflows;
+			fl = pgl_pick(bpf_get_prandom_u32(), 0, c->cflows);
 			s->curfl = fl;
 			f = bpf_map_lookup_elem(&flows, &fl);
 			if (f && f->count > c->lflow) {
@@ -111,13 +102,10 @@ static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s,
 		__u32 imn = c->src_min, imx = c->src_max, t;
 
 		if (imn < imx) {
-			if (flags & PGL_IPSRC_RND) {
-				t = bpf_get_prandom_u32() % (imx - imn) + imn;
-			} else {
-				t = bpf_ntohl(s->cur_saddr) + 1;
-				if (t > imx || t < imn)
-					t = imn;
-			}
+			if (flags & PGL_IPSRC_RND)
+				t = pgl_pick(bpf_get_prandom_u32(), imn, imx);
+			else
+				t = pgl_ip4_next(bpf_ntohl(s->cur_saddr), imn, imx);
 			s->cur_saddr = bpf_htonl(t);
 		}
 		if (f && f->init) {
@@ -128,14 +116,12 @@ static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s,
 			if (imn < imx) {
 				if (flags & PGL_IPDST_RND) {
 					for (int tries = 0; tries < 1000; tries++) {
-						t = bpf_get_prandom_u32() % (imx - imn) + imn;
-						if (!ip4_special(t))
+						t = pgl_pick(bpf_get_prandom_u32(), imn, imx);
+						if (!pgl_ip4_special(t))
 							break;
 					}
 				} else {
-					t = bpf_ntohl(s->cur_daddr) + 1;
-					if (t > imx || t < imn)
-						t = imn;
+					t = pgl_ip4_next(bpf_ntohl(s->cur_daddr), imn, imx);
 				}
 				s->cur_daddr = bpf_htonl(t);
 			}

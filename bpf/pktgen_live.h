@@ -13,6 +13,8 @@
 
 #include <linux/types.h>
 
+#define PGL_INLINE static inline __attribute__((always_inline))
+
 /* which fields change per frame (cfg.flags) */
 enum {
 	PGL_IPV6 = 1 << 0,
@@ -42,8 +44,7 @@ enum {
  * upward, into @mac[1..5] (@mac[0] stays), as the kernel pktgen does; the
  * engine (flow.c) and the program step MAC ranges with it.
  */
-static inline __attribute__((always_inline)) void pgl_bump_mac(__u8 *mac, const __u8 *base,
-							       __u32 mc)
+PGL_INLINE void pgl_bump_mac(__u8 *mac, const __u8 *base, __u32 mc)
 {
 	__u32 tmp = base[5] + (mc & 0xff);
 
@@ -56,6 +57,36 @@ static inline __attribute__((always_inline)) void pgl_bump_mac(__u8 *mac, const 
 	mac[2] = (__u8)tmp;
 	tmp = base[1] + (tmp >> 8);
 	mac[1] = (__u8)tmp;
+}
+
+/*
+ * The kernel pktgen's rules for stepping a range, shared by the engine
+ * (flow.c) and the program. Addresses in host order.
+ */
+/* IPv4 destinations IPDST_RND never picks: loopback, multicast and up, 0/8 */
+PGL_INLINE int pgl_ip4_special(__u32 a)
+{
+	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
+}
+
+/* a random value of [min, max) from @r (max > min) */
+PGL_INLINE __u32 pgl_pick(__u32 r, __u32 min, __u32 max)
+{
+	return r % (max - min) + min;
+}
+
+/* the IPv4 address after @cur in [min, max] (min, when @cur is outside) */
+PGL_INLINE __u32 pgl_ip4_next(__u32 cur, __u32 min, __u32 max)
+{
+	__u32 t = cur + 1;
+
+	return t > max || t < min ? min : t;
+}
+
+/* the port after @cur in [min, max): udp_src/dst ranges have max exclusive */
+PGL_INLINE __u32 pgl_port_next(__u32 cur, __u32 min, __u32 max)
+{
+	return cur + 1 >= max ? min : cur + 1;
 }
 
 struct pgl_flow {

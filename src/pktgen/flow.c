@@ -153,11 +153,6 @@ static uint32_t prandom(struct pg_dev *d)
 	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
-static bool ip4_special(uint32_t a /* host order */)
-{
-	return (a >> 24) == 127 || (a >> 28) == 0xe || a == 0xffffffffu || (a >> 24) == 0;
-}
-
 /* src/dst_mac_count: the next (or a random) address of the range into @hh */
 static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_t rnd_flag,
 		     uint8_t *hh, const uint8_t *base)
@@ -167,7 +162,7 @@ static void mac_step(struct pg_dev *d, uint32_t count, uint32_t *offset, uint32_
 	if (count <= 1)
 		return;
 	if (d->p.flags & rnd_flag) {
-		mc = prandom(d) % count;
+		mc = pgl_pick(prandom(d), 0, count);
 	} else {
 		mc = (*offset)++;
 		if (*offset >= count)
@@ -181,10 +176,7 @@ static void port_step(struct pg_dev *d, uint16_t min, uint16_t max, uint16_t *cu
 {
 	if (min >= max)
 		return;
-	if (d->p.flags & rnd_flag)
-		*cur = (uint16_t)(prandom(d) % (unsigned int)(max - min) + min);
-	else if (++*cur >= max)
-		*cur = min;
+	*cur = (uint16_t)(d->p.flags & rnd_flag ? pgl_pick(prandom(d), min, max) : pgl_port_next(*cur, min, max));
 }
 
 static unsigned int f_pick(struct pg_dev *d)
@@ -200,7 +192,7 @@ static unsigned int f_pick(struct pg_dev *d)
 				d->curfl = 0;
 		}
 	} else {
-		flow = prandom(d) % d->p.cflows;
+		flow = pgl_pick(prandom(d), 0, d->p.cflows);
 		d->curfl = flow;
 		if (d->flows[flow].count > d->p.lflow) {
 			d->flows[flow].count = 0;
@@ -235,13 +227,10 @@ static void mod_cur_headers(struct pg_dev *d)
 		if (imn < imx) {
 			uint32_t t;
 
-			if (d->p.flags & F_IPSRC_RND) {
-				t = prandom(d) % (imx - imn) + imn;
-			} else {
-				t = ntohl(d->p.cur_saddr) + 1;
-				if (t > imx || t < imn)
-					t = imn;
-			}
+			if (d->p.flags & F_IPSRC_RND)
+				t = pgl_pick(prandom(d), imn, imx);
+			else
+				t = pgl_ip4_next(ntohl(d->p.cur_saddr), imn, imx);
 			d->p.cur_saddr = htonl(t);
 		}
 		if (d->p.cflows && d->flows[flow].init) {
@@ -256,12 +245,10 @@ static void mod_cur_headers(struct pg_dev *d)
 					int tries = 0;
 
 					do
-						t = prandom(d) % (imx - imn) + imn;
-					while (ip4_special(t) && ++tries < 1000);
+						t = pgl_pick(prandom(d), imn, imx);
+					while (pgl_ip4_special(t) && ++tries < 1000);
 				} else {
-					t = ntohl(d->p.cur_daddr) + 1;
-					if (t > imx || t < imn)
-						t = imn;
+					t = pgl_ip4_next(ntohl(d->p.cur_daddr), imn, imx);
 				}
 				d->p.cur_daddr = htonl(t);
 			}
