@@ -27,6 +27,19 @@ struct {
 } flows SEC(".maps");
 
 /* the MAC offset of a range: the next one, or a random one; false: no range */
+/*
+ * The instance's stop word (the engine shares one map among its programs):
+ * set, the rest of a call sends nothing and counts nothing, so a stop
+ * does not wait for the call to end.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u32);
+} stop SEC(".maps");
+
 static __always_inline bool mac_step(__u32 count, __u32 *offset, bool rnd, __u32 *mc)
 {
 	if (count <= 1)
@@ -149,7 +162,13 @@ int pktgen_live(struct xdp_md *ctx)
 	__u32 nh = c->nh & 0xff, th = c->th & 0xff, flags = c->flags;
 	__u32 ipsum = c->ipsum, usum = c->udpsum, sum;
 	__u8 *eth = data, *iph, *udph;
-	__u32 *pg;
+	__u32 *pg, zero = 0, *halt = bpf_map_lookup_elem(&stop, &zero);
+
+	if (!halt || *halt) {
+		if (!s->halted_ns) /* when sending stopped: the run's end, for its rate */
+			s->halted_ns = bpf_ktime_get_ns();
+		return XDP_DROP;
+	}
 
 	/* the engine checked the frame; the verifier wants to see it here too */
 	if (data + 14 + 20 + 8 + 16 > end || data + nh + 20 > end || data + th + 8 + 16 > end ||

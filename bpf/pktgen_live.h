@@ -146,6 +146,7 @@ struct pgl_state {
 	__u32 ts_sec, ts_usec;	  /* that time, as the pktgen header has it (big-endian) */
 	__u32 ts_sum;		  /* their 16-bit halves summed, for the UDP checksum */
 	__u64 ts_tai;		  /* when it was read: the clock's TAI ns */
+	__u64 halted_ns;	  /* CLOCK_MONOTONIC when the stop word halted the sending; 0: not */
 };
 
 struct pgl_shared {

@@ -41,7 +41,7 @@ leftovers() {
 	sleep 0.3 # a dead process's files close as it goes; the objects follow a grace period later
 	for _ in $(seq 20); do
 		left=$(bpftool prog show 2>/dev/null | grep -E "pktgen_live|uskb_live" ;
-			bpftool map show 2>/dev/null | grep -E "uskb_pk|flows")
+			bpftool map show 2>/dev/null | grep -E "uskb_pk|uskb_pg|flows")
 		[ -z "$left" ] && break
 		sleep 0.1
 	done
@@ -178,6 +178,27 @@ out=$(ip netns exec "$na" timeout 60 "$pg" -i "xdp-live:$a" -t 2 -n 100000 -d 19
 got=$(( $(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0 ))
 [ "$got" -ge 200000 ] && [ "$got" -le 200010 ] || bad "-t 2: $b received $got packets, want 200000"
 echo "two threads: 2 x 100000 sent, $got received"
+
+# a stop in the middle of a long call (Ctrl-C, --duration): the program halts
+# at once, and what the result says was sent is what arrived
+for how in INT duration; do
+	rx0=$(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets)
+	if [ $how = INT ]; then
+		ip netns exec "$na" "$pg" -i "xdp-live:$a" -n 0 -d 198.18.0.2 --json >"$tmp/out" 2>&1 &
+		sp=$!
+		sleep 1.5
+		kill -INT $sp
+		wait $sp || bad "stopped by SIGINT: exit $?"
+	else
+		ip netns exec "$na" timeout 60 "$pg" -i "xdp-live:$a" -n 0 --duration 1.5 -d 198.18.0.2 \
+			--json >"$tmp/out" 2>&1 || bad "stopped by --duration: exit $?"
+	fi
+	sent=$(json_num packets "$(cat "$tmp/out")")
+	got=$(( $(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0 ))
+	[ -n "$sent" ] && [ "$sent" -gt 100000 ] && [ "$got" -ge "$sent" ] && [ "$got" -le $((sent + 10)) ] ||
+		bad "stopped by $how: sent ${sent:-?}, $b received $got: $(tail -3 "$tmp/out")"
+	echo "stopped by $how mid-call: ${sent:-?} sent, $got received"
+done
 leftovers "normal ends"
 
 # ---- refusals and errors ----

@@ -193,6 +193,7 @@ struct uskb_pktgen *uskb_pktgen_new(const struct uskb_pktgen_opts *opts)
 	pg->pin = !o.no_pin;
 	pg->seeded = o.seeded;
 	pg->seed = o.seed;
+	pg->live_stop_fd = -1;
 	pthread_mutex_init(&pg->lock, NULL);
 	for (int i = 0; i < n; i++) {
 		pg->threads[i].pg = pg;
@@ -217,6 +218,7 @@ void uskb_pktgen_free(struct uskb_pktgen *pg)
 			uskb_dev_close(nd->dev);
 		free(nd);
 	}
+	__uskb_pg_live_free(pg);
 	pthread_mutex_destroy(&pg->lock);
 	free(pg);
 }
@@ -343,7 +345,11 @@ int uskb_pktgen_read(struct uskb_pktgen *pg, const char *file, char *buf, size_t
 
 void uskb_pktgen_stop(struct uskb_pktgen *pg)
 {
+	uint32_t *w = atomic_load(&pg->live_stop);
+
 	atomic_store(&pg->stop, true);
+	if (w) /* (a plain store: this may run in a signal handler) */
+		__atomic_store_n(w, 1, __ATOMIC_RELAXED);
 }
 
 static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,

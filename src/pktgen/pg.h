@@ -248,6 +248,13 @@ struct uskb_pktgen {
 	unsigned int ndevs_made;
 	struct pg_netdev *netdevs;
 	_Atomic bool running, stop;
+	/*
+	 * The word every live program of this instance reads before it sends
+	 * (live.c): uskb_pktgen_stop() sets it, and a call in the kernel stops
+	 * sending at once. Mapped at the first live start (NULL until then).
+	 */
+	_Atomic(uint32_t *) live_stop;
+	int live_stop_fd;
 	pthread_mutex_t lock; /* serializes writes */
 	struct pg_thread threads[];
 };
@@ -289,6 +296,10 @@ USKB_HIDDEN int __uskb_pg_live_start(struct pg_dev *d);
 USKB_HIDDEN int __uskb_pg_live_send(struct pg_dev *d, uint32_t *n, uint64_t *ok);
 /* the program and its state let go (d->live NULL); a no-op without */
 USKB_HIDDEN void __uskb_pg_live_stop(struct pg_dev *d);
+/* when the stop word halted @d's sending (CLOCK_MONOTONIC ns), 0: it did not */
+USKB_HIDDEN uint64_t __uskb_pg_live_halted(const struct pg_dev *d);
+/* the instance's stop word let go (uskb_pktgen_free) */
+USKB_HIDDEN void __uskb_pg_live_free(struct uskb_pktgen *pg);
 
 /* ---- show.c: the files and results; each returns the full length, as snprintf ---- */
 

@@ -176,10 +176,14 @@ static uint64_t late_lost(const struct pg_dev *d)
 static void dev_stop(struct pg_dev *d)
 {
 	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
+	uint64_t halted = __uskb_pg_live_halted(d);
 	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : d->built_nfrags;
 
 	if (!atomic_load(&d->running))
 		return;
+	/* a live call the stop word halted ran on without sending: the run ended then */
+	if (halted > started && halted < stopped)
+		stopped = halted;
 	dev_flush(d);
 	d->lost = late_lost(d);
 	uskb_count_add(&d->errors, d->lost);
@@ -492,5 +496,7 @@ int __uskb_pg_run(struct uskb_pktgen *pg)
 	pthread_mutex_lock(&pg->lock);
 	atomic_store(&pg->running, false);
 	atomic_store(&pg->stop, false); /* a stop asked before start ended this run */
+	if (atomic_load(&pg->live_stop))
+		__atomic_store_n(atomic_load(&pg->live_stop), 0, __ATOMIC_RELAXED);
 	return 0;
 }
