@@ -47,8 +47,10 @@ static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 
 		rec.seen++;
 		if (rec.busy_every && rec.seen % rec.busy_every == 0) {
-			res[i] = USKB_XMIT_BUSY; /* not taken: still the caller's */
-			continue;
+			/* not taken: still the caller's, and so is the rest (a tail, as dev.h says) */
+			for (; i < n; i++)
+				res[i] = USKB_XMIT_BUSY;
+			break;
 		}
 		CHECK(uskb_copy_bits(skbs[i], 14 + 20 + 8, pgh, 16) == 0);
 		CHECK(!memcmp(pgh, "\xbe\x9b\xe9\x55", 4));
@@ -328,6 +330,12 @@ static void test_reuse(void)
 	CHECK_EQ(rec.distinct, 300);
 	for (int i = 0; i < 300; i++)
 		CHECK_EQ(rec.seqs[i], (uint32_t)i + 1);
+	/* ... built and handed over 32 a call (ceil(299 / 32) calls), the last alone */
+	CHECK_EQ(rec.calls, 11);
+	/* paced, one per call, as the kernel */
+	run_rec(20, 1, 0, 0, 0, "delay 1000");
+	CHECK_EQ(rec.pkts, 20);
+	CHECK_EQ(rec.calls, 20);
 	/* busy: not counted, retried with the same packet; no gap in seq */
 	run_rec(300, 1, 0, 7, 0, NULL);
 	CHECK_EQ(rec.pkts, 300);
@@ -348,6 +356,24 @@ static void test_reuse(void)
 		CHECK_EQ(st.sofar, 100);
 		CHECK_EQ(st.errors, 24); /* 124 tries, every 5th dropped */
 		CHECK(strstr(uskb_pktgen_result(pg, "rec"), "errors: 24") != NULL);
+		/*
+		 * Built 32 at a time, each packet numbered as built: a dropped
+		 * one keeps its number (the kernel, one at a time, would give it
+		 * to the next); no number twice. The device's seq_num counts
+		 * what went, as the kernel's.
+		 */
+		for (int i = 0; i < 100; i++) {
+			CHECK(rec.seqs[i] % 5 != 0);
+			if (i)
+				CHECK(rec.seqs[i] > rec.seqs[i - 1]);
+		}
+		CHECK_EQ(rec.seqs[99], 124);
+		{
+			char buf[4096];
+
+			CHECK(uskb_pktgen_read(pg, "rec", buf, sizeof(buf)) > 0);
+			CHECK(strstr(buf, "seq_num: 101 ") != NULL);
+		}
 		CHECK_EQ(uskb_pktgen_dev_stats(pg, 1, NULL, 0, &st), -ENOENT);
 		uskb_pktgen_free(pg);
 	}

@@ -201,8 +201,10 @@ USKB_API bool uskb_dev_running(const struct uskb_dev *dev);
 USKB_API void uskb_dev_close(struct uskb_dev *dev);
 /**
  * Transmit a burst: the device consumes the reference of every skb it
- * reports OK or DROP; BUSY ones stay the caller's. @res may be NULL.
- * Returns how many were sent (OK).
+ * reports OK or DROP; BUSY ones stay the caller's. BUSY ones are a tail:
+ * once one is BUSY, so is every later one (the built-in devices; a
+ * registered device must do the same, or its callers lose their order).
+ * @res may be NULL. Returns how many were sent (OK).
  */
 USKB_API int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs,
 			   int n, int *res);

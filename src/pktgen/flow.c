@@ -430,7 +430,7 @@ struct uskb *__uskb_pg_build_next(struct pg_dev *d)
 	p->svlan_p = d->p.svlan_p;
 	p->svlan_cfi = d->p.svlan_cfi;
 	p->ip_id = d->ip_id;
-	p->seq_num = d->seq_num;
+	p->seq_num = d->build_seq;
 	if (d->p.flags & F_NO_TIMESTAMP) {
 		p->tv_sec = p->tv_usec = 0;
 	} else {

@@ -23,6 +23,7 @@
 #define MAX_IMIX 20
 #define IMIX_PRECISION 100
 #define MAX_BURST 1024 /* a burst is sent in pieces of this many */
+#define PG_BATCH 32    /* new packets built and handed over per call (xmit.c batch_xmit) */
 #define RESULT_SZ 512
 #define NAME_SZ 128
 
@@ -228,6 +229,15 @@ struct pg_dev {
 	struct uskb_pktgen_pkt pkt;
 	struct pg_tmpl *tmpl; /* the last frame kept, for copying (flow.c); NULL: none yet */
 	struct pg_live *live; /* sending through the kernel's replay (live.c); NULL: by skbs */
+	/*
+	 * The number the next packet built carries: seq_num, as the kernel,
+	 * plus what batch_xmit built and the device dropped (a dropped packet
+	 * keeps its number there) or has not taken yet (pend: the busy tail
+	 * of the last call, sent first in the next).
+	 */
+	uint32_t build_seq;
+	unsigned int npend;
+	struct uskb *pend[PG_BATCH];
 };
 
 struct pg_thread {

@@ -74,6 +74,7 @@ static void dev_start(struct pg_dev *d)
 	for (unsigned int i = 0; i < d->p.n_imix; i++)
 		d->p.imix[i].count_so_far = 0;
 	__uskb_pg_clear_counters(d);
+	d->build_seq = d->seq_num;
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
@@ -191,6 +192,9 @@ static void dev_stop(struct pg_dev *d)
 		uskb_free(d->skb);
 		d->skb = NULL;
 	}
+	for (unsigned int i = 0; i < d->npend; i++) /* built, never taken */
+		uskb_free(d->pend[i]);
+	d->npend = 0;
 	__uskb_pg_live_stop(d);
 	d->last_nfrags = nr_frags;
 	atomic_store(&d->stopped_at, stopped);
@@ -299,6 +303,108 @@ static void live_xmit(struct pg_dev *d)
 		dev_stop(d);
 }
 
+/* the queue bookkeeping before a transmit on d->cur_queue_map */
+static void queue_note(struct pg_dev *d)
+{
+	/* moving to another queue: what waits in the last one goes first */
+	if (d->sent_queue != (int)d->cur_queue_map)
+		dev_flush(d);
+	d->sent_queue = (int)d->cur_queue_map;
+	if (uskb_unlikely(d->cur_queue_map < d->q_lo))
+		d->q_lo = d->cur_queue_map;
+	if (uskb_unlikely(d->cur_queue_map > d->q_hi))
+		d->q_hi = d->cur_queue_map;
+}
+
+/*
+ * A new packet per send (burst 1, clone_skb 0), unpaced, on one queue,
+ * without imix: batch_xmit builds up to PG_BATCH distinct packets and hands
+ * them to the device in one call, as testpmd's txonly does, instead of a
+ * call per packet. The run's last packet is left to pg_xmit, which waits
+ * for the device to let go of it.
+ */
+static bool batch_ok(const struct pg_dev *d, uint64_t sofar)
+{
+	if (d->npend)
+		return true;
+	return d->p.burst == 1 && !d->p.clone_skb && !d->p.delay && !d->p.n_imix && !d->skb &&
+	       ((d->p.flags & F_QUEUE_MAP_CPU) || d->p.queue_map_min >= d->p.queue_map_max) &&
+	       (!d->p.count || d->p.count - sofar > 1);
+}
+
+/*
+ * Each packet is numbered as it is built: one the device drops keeps its
+ * number (a receiver counts it lost), where the kernel, building one at a
+ * time, gives the number to the next packet. Packets the device was busy
+ * for wait in d->pend and go first next time, as the kernel resends its skb.
+ */
+static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
+{
+	uint64_t sofar = uskb_count_read(&d->sofar), bytes = 0;
+	unsigned int n, want = PG_BATCH, ok = 0, errs = 0, busy = 0;
+	uint32_t len[PG_BATCH];
+
+	if (d->p.count && want > d->p.count - sofar - 1)
+		want = (unsigned int)(d->p.count - sofar - 1); /* (more than npend: they counted in) */
+	for (n = 0; n < d->npend; n++) {
+		t->vec[n] = d->pend[n];
+		len[n] = d->pend[n]->len;
+	}
+	for (; n < want; n++) {
+		struct uskb *skb = __uskb_pg_fill_packet(d);
+
+		if (!skb)
+			break;
+		d->build_seq++;
+		len[n] = skb->len;
+		t->vec[n] = skb;
+	}
+	if (!n) { /* no memory: "No memory" said; try again */
+		sched_yield();
+		return;
+	}
+	if (n > d->npend) {
+		d->last_pkt_size = len[n - 1];
+		d->built_nfrags = uskb_shinfo(t->vec[n - 1])->nr_frags;
+	}
+	d->npend = 0;
+	queue_note(d);
+	tx_lock(d->nd, d->cur_queue_map);
+	uskb_dev_xmit(d->nd->dev, d->cur_queue_map, t->vec, (int)n, t->res);
+	tx_unlock(d->nd, d->cur_queue_map);
+	for (unsigned int i = 0; i < n; i++) {
+		switch (t->res[i]) {
+		case USKB_XMIT_OK:
+			ok++;
+			bytes += len[i];
+			break;
+		case USKB_XMIT_DROP:
+			errs++;
+			break;
+		default: /* busy: still ours, sent first next time */
+			d->pend[busy++] = t->vec[i];
+			break;
+		}
+	}
+	d->npend = busy;
+	if (busy) {
+		d->p.last_ok = false;
+		dev_flush(d);
+	} else if (ok) {
+		d->p.last_ok = true;
+	}
+	if (ok) {
+		d->seq_num += ok;
+		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
+		uskb_count_add(&d->tx_bytes, bytes);
+	}
+	if (errs) {
+		uskb_count_add(&d->errors, errs);
+		if (uskb_unlikely(!uskb_dev_running(d->nd->dev)))
+			dev_stop(d);
+	}
+}
+
 static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	struct pg_netdev *nd = d->nd;
@@ -318,6 +424,10 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 	}
 	if (d->live) {
 		live_xmit(d);
+		return;
+	}
+	if (batch_ok(d, sofar)) {
+		batch_xmit(t, d);
 		return;
 	}
 	if (!d->skb || (d->p.last_ok && ++d->clone_count >= d->p.clone_skb)) {
@@ -361,14 +471,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		atomic_fetch_add_explicit(&skb->users, n - handed, memory_order_relaxed);
 	for (int i = 0; i < n; i++)
 		t->vec[i] = skb;
-	/* moving to another queue: what waits in the last one goes first */
-	if (d->sent_queue != (int)d->cur_queue_map)
-		dev_flush(d);
-	d->sent_queue = (int)d->cur_queue_map;
-	if (uskb_unlikely(d->cur_queue_map < d->q_lo))
-		d->q_lo = d->cur_queue_map;
-	if (uskb_unlikely(d->cur_queue_map > d->q_hi))
-		d->q_hi = d->cur_queue_map;
+	queue_note(d);
 	tx_lock(nd, d->cur_queue_map);
 	uskb_dev_xmit(nd->dev, d->cur_queue_map, t->vec, n, t->res);
 	tx_unlock(nd, d->cur_queue_map);
@@ -399,6 +502,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		d->p.last_ok = true;
 	if (ok) {
 		d->seq_num += ok;
+		d->build_seq += ok; /* (ahead of seq_num by what a batch lost) */
 		if (d->p.n_imix)
 			d->p.imix[d->cur_imix].count_so_far += ok;
 		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
