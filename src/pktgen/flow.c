@@ -371,11 +371,14 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 	/* the key holds nfrags and udpcsum: only frames tmpl_keep took can match */
 	if (!t)
 		return false;
-	if (memcmp(&t->key, p, TMPL_KEY)) {
-		t->misses++;
-		return false;
+	if (!d->tmpl_same) {
+		if (memcmp(&t->key, p, TMPL_KEY)) {
+			t->misses++;
+			return false;
+		}
+		t->misses = 0;
+		d->tmpl_same = d->fixed; /* nothing varies: it matches every packet of the run */
 	}
-	t->misses = 0;
 	*out = skb = uskb_alloc(16 + t->len); /* as uskb_pktgen_build: 16 bytes of headroom */
 	if (!skb)
 		return true;
@@ -402,11 +405,28 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 	return true;
 }
 
+bool __uskb_pg_headers_vary(const struct pg_dev *d)
+{
+	const struct pg_params *p = &d->p;
+
+	return p->cflows || p->src_mac_count > 1 || p->dst_mac_count > 1 ||
+	       (p->flags & (F_MPLS_RND | F_VID_RND | F_SVID_RND)) ||
+	       p->udp_src_min < p->udp_src_max || p->udp_dst_min < p->udp_dst_max ||
+	       (!(p->flags & F_IPV6) && (ntohl(p->src_min.addr) < ntohl(p->src_max.addr) ||
+					 ntohl(p->dst_min.addr) < ntohl(p->dst_max.addr))) ||
+	       ((p->flags & F_IPV6) && !IN6_IS_ADDR_UNSPECIFIED(&p->min_in6_daddr)) ||
+	       p->min_pkt_size < p->max_pkt_size || p->n_imix ||
+	       (!(p->flags & F_QUEUE_MAP_CPU) && p->queue_map_min < p->queue_map_max);
+}
+
 struct uskb *__uskb_pg_build_next(struct pg_dev *d)
 {
 	struct uskb_pktgen_pkt *p = &d->pkt;
 	struct uskb *skb;
 
+	/* nothing varies: the description stays the first packet's but for the fields below */
+	if (d->primed)
+		goto per_packet;
 	mod_cur_headers(d);
 	p->pkt_size = d->p.cur_pkt_size;
 	p->nfrags = d->p.nfrags;
@@ -429,6 +449,7 @@ struct uskb *__uskb_pg_build_next(struct pg_dev *d)
 	p->svlan_id = d->p.svlan_id;
 	p->svlan_p = d->p.svlan_p;
 	p->svlan_cfi = d->p.svlan_cfi;
+per_packet:
 	p->ip_id = d->ip_id;
 	p->seq_num = d->build_seq;
 	if (d->p.flags & F_NO_TIMESTAMP) {
@@ -447,6 +468,7 @@ struct uskb *__uskb_pg_build_next(struct pg_dev *d)
 	}
 	if (!skb)
 		return NULL;
+	d->primed = d->fixed;
 	if (!p->ipv6)
 		d->ip_id++;
 	skb->queue_mapping = (uint16_t)d->cur_queue_map;

@@ -313,10 +313,7 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 	memcpy(c->max6, &p->max_in6_daddr, 16);
 	c->cflows = p->cflows;
 	c->lflow = p->lflow;
-	if (p->cflows || p->src_mac_count > 1 || p->dst_mac_count > 1 ||
-	    p->udp_src_min < p->udp_src_max || p->udp_dst_min < p->udp_dst_max ||
-	    (c->flags & PGL_DST6_RND) ||
-	    (!(f & F_IPV6) && (c->src_min < c->src_max || c->dst_min < c->dst_max)))
+	if (__uskb_pg_headers_vary(d))
 		c->flags |= PGL_STEP;
 	/* the checksums' bases, folded (uskb_csum_partial sums words in memory order, as the program) */
 	if (!(f & F_IPV6)) {

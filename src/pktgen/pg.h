@@ -236,6 +236,13 @@ struct pg_dev {
 	 * of the last call, sent first in the next).
 	 */
 	uint32_t build_seq;
+	/*
+	 * Nothing but the per-packet fields changes (!__uskb_pg_headers_vary,
+	 * set at start): after the run's first packet (primed) the next are
+	 * built without mod_cur_headers, and once the template matched one
+	 * (tmpl_same) without comparing its key.
+	 */
+	bool fixed, primed, tmpl_same;
 	unsigned int npend;
 	struct uskb *pend[PG_BATCH];
 };
@@ -273,6 +280,12 @@ struct uskb_pktgen {
 
 /* the first packet's headers, at the start of a run */
 USKB_HIDDEN void __uskb_pg_setup_inject(struct pg_dev *d);
+/*
+ * Whether mod_cur_headers() changes anything from packet to packet besides
+ * what every packet changes (sequence number, time, IPv4 id): flows, MAC,
+ * port or address ranges, random labels or tags, sizes, imix, queues.
+ */
+USKB_HIDDEN bool __uskb_pg_headers_vary(const struct pg_dev *d);
 /* mod_cur_headers(), then the packet of those headers; NULL (result "No memory") */
 USKB_HIDDEN struct uskb *__uskb_pg_fill_packet(struct pg_dev *d);
 /* the same without the result (for a caller that holds pg->lock): NULL when memory ran out */

@@ -75,6 +75,8 @@ static void dev_start(struct pg_dev *d)
 		d->p.imix[i].count_so_far = 0;
 	__uskb_pg_clear_counters(d);
 	d->build_seq = d->seq_num;
+	d->fixed = !__uskb_pg_headers_vary(d);
+	d->primed = d->tmpl_same = false;
 	if (d->skb) {
 		uskb_free(d->skb);
 		d->skb = NULL;
