@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Sourced by the root-only network tests (net-packet, net-xdp, net-faults):
+# Sourced by the root-only network tests (test/net-*.sh):
 # finds the tool and scripts/netns-veth.sh from build/test/ (or
 # build/VARIANT/test/), skips (exit 77) without root, iproute2 or network
 # namespaces, and picks the test's name prefix P (one letter + the pid).
@@ -14,3 +14,6 @@ command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
 p=$1$(($$ % 100000))
 ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
 ip netns del "$p-probe"
+# failures are counted and each said: bad "what went wrong"; the test ends with [ $fail = 0 ]
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }

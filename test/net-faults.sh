@@ -18,8 +18,6 @@ kinds=(packet packet::mmsg)
 "$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp" || kinds+=(xdp)
 tmp=$(mktemp -d /tmp/uskb-faults.XXXXXX)
 trap '"$net" down -p "$p" >/dev/null 2>&1; umount "$tmp/full" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
 # the device spec of KIND on the first end: packet::mmsg -> packet:IF:mmsg
 spec() { local k=$1; echo "${k%%:*}:${p}0$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$k")"; }

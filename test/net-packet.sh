@@ -17,8 +17,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 "$net" up -p "$p" >/dev/null || { echo "FAIL: netns-veth.sh up"; exit 1; }
 na=$p-a nb=$p-b
 N=2000

@@ -17,8 +17,6 @@ command -v clang >/dev/null || { echo "no clang to build bpf/tc_drop.c"; exit 77
 command -v tc >/dev/null || { echo "no tc (iproute2)"; exit 77; }
 tmp=$(mktemp -d /tmp/uskb-netsock.XXXXXX)
 trap '"$net" down -p "$p" >/dev/null 2>&1; "$net" down -p "${p}r" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
 "$net" up -p "$p" -s >/dev/null || { echo "FAIL: netns-veth.sh up -s"; exit 1; }
 N=20000

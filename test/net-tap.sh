@@ -24,8 +24,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 in_ns() { ip netns exec "$ns" "$@"; }
 rx_count() { cat "/sys/class/net/$1/statistics/rx_packets"; }

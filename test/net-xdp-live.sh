@@ -26,8 +26,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 "$net" up -p "$p" -q 2 -g >/dev/null || { echo "FAIL: netns-veth.sh up"; exit 1; }
 na=$p-a nb=$p-b a=${p}0 b=${p}1
 if ip netns exec "$na" "$pg" -i "xdp-live:$a" -n 1 -q 2>&1 | grep -q "built without"; then
