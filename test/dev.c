@@ -86,6 +86,57 @@ static void registry(void)
 	uskb_dev_close(dev);
 }
 
+/* A device with room for so many skbs, busy for the rest (a tail, as dev.h says) */
+static int room_left, room_calls;
+
+static void room_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
+{
+	(void)dev, (void)queue;
+	room_calls++;
+	for (int i = 0; i < n; i++) {
+		if (room_left <= 0) {
+			res[i] = USKB_XMIT_BUSY;
+			continue;
+		}
+		room_left--;
+		res[i] = USKB_XMIT_OK;
+		uskb_consume(skbs[i]);
+	}
+}
+
+static const struct uskb_dev_ops room_ops = { .type = "room", .open = half_open, .xmit = room_xmit };
+
+/* 100 skbs (two chunks of 64 for the device) where 50 fit: the second chunk is not tried */
+static void busy_tail(void)
+{
+	struct uskb *skbs[100];
+	struct uskb_dev_stats st;
+	struct uskb_dev *dev;
+	int res[100];
+
+	CHECK_EQ(uskb_dev_register(&room_ops), 0);
+	dev = uskb_dev_open("room:ok");
+	CHECK(dev != NULL);
+	if (!dev)
+		return;
+	for (int i = 0; i < 100; i++) {
+		skbs[i] = uskb_alloc(100);
+		uskb_put_zero(skbs[i], 60);
+	}
+	room_left = 50;
+	CHECK_EQ(uskb_dev_xmit(dev, 0, skbs, 100, res), 50);
+	CHECK_EQ(room_calls, 1);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(res[i], i < 50 ? USKB_XMIT_OK : USKB_XMIT_BUSY);
+	uskb_dev_get_stats(dev, 0, &st);
+	CHECK_EQ(st.tx_packets, 50);
+	CHECK_EQ(st.tx_busy, 50);
+	/* room again: the busy ones, in their order */
+	room_left = 100;
+	CHECK_EQ(uskb_dev_xmit(dev, 0, skbs + 50, 50, res), 50);
+	uskb_dev_close(dev);
+}
+
 /*
  * In a child with a 64 KiB file size limit: 1000 frames of 100 bytes are
  * more than the file may hold. Every frame is in the file or counted as
@@ -223,6 +274,7 @@ int main(void)
 	unlink(path);
 	uskb_page_put(pg);
 	registry();
+	busy_tail();
 	pcap_full();
 	return t_end("dev");
 }

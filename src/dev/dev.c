@@ -256,6 +256,12 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 			}
 		}
 		done += k;
+		/* busy (a tail): the later chunks wait too, or they would pass it */
+		if (r[k - 1] == USKB_XMIT_BUSY) {
+			for (i = done; res && i < n; i++)
+				res[i] = USKB_XMIT_BUSY;
+			break;
+		}
 	}
 	if (uskb_unlikely(!dev->qstats)) /* a device built by hand, without counters */
 		return ok;
