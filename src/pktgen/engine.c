@@ -347,9 +347,10 @@ void uskb_pktgen_stop(struct uskb_pktgen *pg)
 {
 	uint32_t *w = atomic_load(&pg->live_stop);
 
-	atomic_store(&pg->stop, true);
+	/* the live programs' word first, then the engine's (the run's end clears them in that order) */
 	if (w) /* (a plain store: this may run in a signal handler) */
 		__atomic_store_n(w, 1, __ATOMIC_RELAXED);
+	atomic_store(&pg->stop, true);
 }
 
 static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
@@ -357,7 +358,7 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 {
 	for (int k = 0; k < pg->nthreads; k++)
 		for (struct pg_dev *d = pg->threads[k].devs; d; d = d->next) {
-			uint64_t started, stop;
+			uint64_t started, stop, unacc;
 
 			if (i--)
 				continue;
@@ -367,10 +368,12 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			st->running = atomic_load(&d->running);
 			started = atomic_load(&d->started_at);
 			stop = st->running ? uskb_mono_ns() : atomic_load(&d->stopped_at);
-			st->sofar = uskb_count_read(&d->sofar);
+			/* an xdp-live: call in the kernel counts as it goes (its size is fixed at start) */
+			unacc = __uskb_pg_live_unaccounted(d);
+			st->sofar = uskb_count_read(&d->sofar) + unacc;
 			st->errors = uskb_count_read(&d->errors);
 			st->lost = st->running ? 0 : d->lost;
-			st->tx_bytes = uskb_count_read(&d->tx_bytes);
+			st->tx_bytes = uskb_count_read(&d->tx_bytes) + (unacc ? unacc * d->last_pkt_size : 0);
 			st->idle_ns = uskb_count_read(&d->idle_acc);
 			if (d->nd && d->nd->dev) {
 				struct uskb_dev_stats ds;

@@ -80,6 +80,17 @@ uint64_t __uskb_pg_live_halted(const struct pg_dev *d)
 	return 0;
 }
 
+void __uskb_pg_live_account(struct pg_dev *d, uint64_t ok)
+{
+	(void)d, (void)ok;
+}
+
+uint64_t __uskb_pg_live_unaccounted(const struct pg_dev *d)
+{
+	(void)d;
+	return 0;
+}
+
 #else
 
 #include <stdarg.h>
@@ -102,11 +113,11 @@ extern const unsigned char __uskb_pg_live_obj_end[] USKB_HIDDEN;
  * expedited grace period and a text poke that interrupts every CPU: ~1.5 ms
  * a call on this 2-CPU VM, serialised between threads by a global mutex.
  * So an unpaced run's calls last about LIVE_CALL_NS (0.15 % of overhead;
- * two threads sent ~5 % more into the stack than with 100 ms calls). A
- * count is never overshot (calls are sized), and a stop does not wait for
- * the call: the stop word makes the program drop the rest of it, which
- * the kernel runs through ~4x faster than it sends (LIVE_CALL_MAX bounds
- * that to ~60 ms at 20 Mpps; into the stack a stop took ~20 ms).
+ * with two threads into the stack 2 s calls sent 5.6 % more than 100 ms
+ * ones). A count is never overshot (calls are sized), and a stop does not
+ * wait for the call: the stop word makes the program drop the rest of it,
+ * which the kernel runs through ~4x faster than it sends (LIVE_CALL_MAX
+ * bounds it: a stop took ~90 ms at 20 Mpps, ~40 ms into the stack).
  */
 #define LIVE_CALL_NS 1000000000
 #define LIVE_CALL_MIN 4096
@@ -184,8 +195,11 @@ static int live_stop_word(struct uskb_pktgen *pg)
 	uint32_t *w;
 	int fd;
 
-	if (atomic_load(&pg->live_stop))
+	w = atomic_load(&pg->live_stop);
+	if (w) { /* this run's start: a word a stop left set after the last run's end goes */
+		__atomic_store_n(w, atomic_load(&pg->stop), __ATOMIC_RELAXED);
 		return 0;
+	}
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "uskb_pg_stop", 4, 4, 1, &o);
 	if (fd < 0)
 		return -errno;
@@ -196,15 +210,16 @@ static int live_stop_word(struct uskb_pktgen *pg)
 		close(fd);
 		return err;
 	}
-	*w = atomic_load(&pg->stop); /* a stop asked before this start */
 	pg->live_stop_fd = fd;
 	atomic_store(&pg->live_stop, w);
+	/* (after it is there: a stop meanwhile either sees it or has set stop) */
+	__atomic_store_n(w, atomic_load(&pg->stop), __ATOMIC_RELAXED);
 	return 0;
 }
 
 void __uskb_pg_live_free(struct uskb_pktgen *pg)
 {
-	uint32_t *w = atomic_load(&pg->live_stop);
+	uint32_t *w = atomic_exchange(&pg->live_stop, NULL); /* gone for a late stop first */
 
 	if (w)
 		munmap(w, 4096);
@@ -459,7 +474,15 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 				     want > LIVE_CALL_MAX ? LIVE_CALL_MAX : want);
 	}
 	*ok = frames - l->frames;
-	l->frames = frames;
+	return err;
+}
+
+void __uskb_pg_live_account(struct pg_dev *d, uint64_t ok)
+{
+	struct pg_live *l = d->live;
+	const struct pgl_state *s = &l->sh->st;
+
+	l->frames += ok;
 	/* the state the device's file shows, as the program left it */
 	d->seq_num = s->seq;
 	d->ip_id = (uint16_t)s->ip_id;
@@ -472,7 +495,11 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 	d->p.cur_dst_mac_offset = s->cur_dst_mac_offset;
 	d->curfl = s->curfl;
 	d->nflows = s->nflows;
-	return err;
+}
+
+uint64_t __uskb_pg_live_unaccounted(const struct pg_dev *d)
+{
+	return d->live ? __atomic_load_n(&d->live->sh->st.frames, __ATOMIC_RELAXED) - d->live->frames : 0;
 }
 
 uint64_t __uskb_pg_live_halted(const struct pg_dev *d)

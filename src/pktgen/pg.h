@@ -321,6 +321,14 @@ USKB_HIDDEN int __uskb_pg_live_send(struct pg_dev *d, uint32_t *n, uint64_t *ok)
 USKB_HIDDEN void __uskb_pg_live_stop(struct pg_dev *d);
 /* when the stop word halted @d's sending (CLOCK_MONOTONIC ns), 0: it did not */
 USKB_HIDDEN uint64_t __uskb_pg_live_halted(const struct pg_dev *d);
+/*
+ * After a call: @ok (the call's) joins what the device counted, and the
+ * state the program left becomes the device's. With pg->lock held, so that
+ * readers see the counters and the program's count move together.
+ */
+USKB_HIDDEN void __uskb_pg_live_account(struct pg_dev *d, uint64_t ok);
+/* what the program sent and live_account has not counted yet: a call's so far (pg->lock held) */
+USKB_HIDDEN uint64_t __uskb_pg_live_unaccounted(const struct pg_dev *d);
 /* the instance's stop word let go (uskb_pktgen_free) */
 USKB_HIDDEN void __uskb_pg_live_free(struct uskb_pktgen *pg);
 

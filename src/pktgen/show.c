@@ -100,8 +100,8 @@ int __uskb_pg_show_dev(const struct pg_dev *d, char *buf, size_t len)
 			sb(s, "FLOW_RND  ");
 	}
 	sb(s, "\n");
-	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n", uskb_count_read(&d->sofar),
-	   uskb_count_read(&d->errors));
+	sb(s, "Current:\n     pkts-sofar: %" PRIu64 "  errors: %" PRIu64 "\n",
+	   uskb_count_read(&d->sofar) + __uskb_pg_live_unaccounted(d), uskb_count_read(&d->errors));
 	if (d->p.n_imix) {
 		sb(s, "     imix_size_counts: ");
 		for (unsigned int i = 0; i < d->p.n_imix; i++)

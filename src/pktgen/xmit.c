@@ -197,10 +197,10 @@ static void dev_stop(struct pg_dev *d)
 	for (unsigned int i = 0; i < d->npend; i++) /* built, never taken */
 		uskb_free(d->pend[i]);
 	d->npend = 0;
-	__uskb_pg_live_stop(d);
 	d->last_nfrags = nr_frags;
 	atomic_store(&d->stopped_at, stopped);
 	pthread_mutex_lock(&d->t->pg->lock);
+	__uskb_pg_live_stop(d); /* (readers look into it under the lock) */
 	__uskb_pg_show_results(d, stopped - started, uskb_count_read(&d->idle_acc),
 			       uskb_count_read(&d->sofar), nr_frags);
 	atomic_store(&d->running, false);
@@ -281,10 +281,13 @@ static void live_xmit(struct pg_dev *d)
 	/* spin() set the next time one packet on; the call was n */
 	if (d->p.delay)
 		d->next_tx = uskb_add_sat(d->next_tx, (n - 1) * d->p.delay);
+	pthread_mutex_lock(&d->t->pg->lock);
 	if (ok) {
 		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
 		uskb_count_add(&d->tx_bytes, ok * d->last_pkt_size);
 	}
+	__uskb_pg_live_account(d, ok);
+	pthread_mutex_unlock(&d->t->pg->lock);
 	/* a signal (a stop, most likely) cut the call short: what went is counted */
 	if (err && err != -EINTR) {
 		/*
@@ -601,8 +604,8 @@ int __uskb_pg_run(struct uskb_pktgen *pg)
 			pthread_join(pg->threads[i].th, NULL);
 	pthread_mutex_lock(&pg->lock);
 	atomic_store(&pg->running, false);
-	atomic_store(&pg->stop, false); /* a stop asked before start ended this run */
-	if (atomic_load(&pg->live_stop))
+	if (atomic_load(&pg->live_stop)) /* (the word first: stop() sets it first) */
 		__atomic_store_n(atomic_load(&pg->live_stop), 0, __ATOMIC_RELAXED);
+	atomic_store(&pg->stop, false); /* a stop asked before start ended this run */
 	return 0;
 }

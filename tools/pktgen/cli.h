@@ -61,6 +61,8 @@ int run_script(const char *path);
 
 /* report.c */
 void cli_catch_signals(void);
+/* the engine freed, out of the Ctrl-C handler's reach first */
+void cli_free_engine(void);
 void start_run(void);
 void json_str(const char *s);
 /* with -v, the library's live objects for a progress line ("" otherwise) */

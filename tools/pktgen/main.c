@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 		cli_setup_devices(&o);
 		start_run();
 	}
-	uskb_pktgen_free(cli.pg);
+	cli_free_engine();
 	if (o.use_veth)
 		veth_report();
 	if (!rc && cli.failed)

@@ -31,6 +31,14 @@ static void on_sigint(int sig)
 		uskb_pktgen_stop(cli.pg);
 }
 
+void cli_free_engine(void)
+{
+	struct uskb_pktgen *pg = cli.pg;
+
+	cli.pg = NULL; /* a Ctrl-C from now on stops nothing */
+	uskb_pktgen_free(pg);
+}
+
 void cli_catch_signals(void)
 {
 	struct sigaction sa;

@@ -41,7 +41,7 @@ void proc_cmd(const char *file, const char *cmd)
 		if (!dev_failed || cli.verbose)
 			fprintf(stderr, "ERROR: Write error(%d: %s) occurred cmd: \"%s > %s\"\n", -err,
 				strerror(-err), cmd, file);
-		uskb_pktgen_free(cli.pg);
+		cli_free_engine();
 		exit(5);
 	}
 }
