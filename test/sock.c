@@ -31,6 +31,8 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 
+#include <dirent.h>
+
 #include "t.h"
 
 #define dev_stat(d, f) ({ struct uskb_dev_stats _s; uskb_dev_get_stats((d), -1, &_s); _s.f; })
@@ -1118,6 +1120,20 @@ int main(int argc, char **argv)
 		test_gso_refused(",zc,copybreak=0");
 		test_enobufs();
 	}
-	rmdir(sockdir);
+	/* the unix: sockets the listeners bound stay as files: the directory goes whole */
+	{
+		DIR *dir = opendir(sockdir);
+		struct dirent *e;
+		char path[sizeof(sockdir) + 256];
+
+		while (dir && (e = readdir(dir)))
+			if (e->d_name[0] != '.') {
+				snprintf(path, sizeof(path), "%s/%s", sockdir, e->d_name);
+				unlink(path);
+			}
+		if (dir)
+			closedir(dir);
+	}
+	CHECK_EQ(rmdir(sockdir), 0);
 	return t_end("sock");
 }
