@@ -164,7 +164,8 @@ kill $guard 2>/dev/null
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
 
-# a second Ctrl-C soon after the first, and kill -9: the pair still goes
+# a second Ctrl-C after the first (within 250 ms it is taken as the same
+# one; later it ends the tool at once), and kill -9: the pair still goes
 # (its guardian process removes it once the tool is gone, whatever killed it)
 pair_gone_within() { # PID: wait up to 10 s for uvPID-a and -b to disappear
 	for _ in $(seq 100); do
@@ -173,7 +174,7 @@ pair_gone_within() { # PID: wait up to 10 s for uvPID-a and -b to disappear
 	done
 	return 1
 }
-for how in "INT 0.005" "INT 0.015" "INT 0.030" "KILL"; do
+for how in "INT 0.005" "INT 0.030" "INT 0.4" "KILL"; do
 	set -- $how
 	"$pg" --veth -n 0 -q >/dev/null 2>"$tmp/err" &
 	vp=$!

@@ -17,15 +17,24 @@
 
 static void on_sigint(int sig)
 {
+	static struct timespec first; /* the first SIGINT's */
+	struct timespec now;
+
 	/*
 	 * A second Ctrl-C means "now": die at once (--veth's guardian still
-	 * removes the pair). A repeated SIGTERM does not: timeout(1) sends one
-	 * to the command and one to its process group.
+	 * removes the pair). Not a repeated SIGTERM, nor a second SIGINT within
+	 * 250 ms of the first: timeout(1) sends its signal to the command and
+	 * again to its process group (timeout -s INT), and a run stopped so
+	 * must still report. (clock_gettime is async-signal-safe.)
 	 */
-	if (cli_interrupted == SIGINT && sig == SIGINT) {
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (cli_interrupted == SIGINT && sig == SIGINT &&
+	    (now.tv_sec - first.tv_sec) * 1000000000L + (now.tv_nsec - first.tv_nsec) >= 250000000L) {
 		signal(SIGINT, SIG_DFL);
 		raise(SIGINT);
 	}
+	if (sig == SIGINT && cli_interrupted != SIGINT)
+		first = now;
 	cli_interrupted = sig;
 	if (cli.pg)
 		uskb_pktgen_stop(cli.pg);
