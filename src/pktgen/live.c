@@ -384,7 +384,7 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	struct pg_live *l;
 	struct uskb *skb;
 	uint16_t ip_id0 = d->ip_id, nh, th;
-	char why[160];
+	char why[160] = "";
 	int err;
 
 	if (cmd) {
