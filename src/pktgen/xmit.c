@@ -322,6 +322,35 @@ static void queue_note(struct pg_dev *d)
 }
 
 /*
+ * After a transmit: @ok sent (@bytes), @errs dropped, @busy still ours.
+ * As the kernel: a busy device gets the same packets again, without delay;
+ * an interface that went away (!netif_running) ends the run: false then.
+ */
+static bool tx_done(struct pg_dev *d, uint64_t sofar, unsigned int ok, uint64_t bytes,
+		    unsigned int errs, unsigned int busy)
+{
+	if (busy) {
+		d->p.last_ok = false;
+		dev_flush(d);
+	} else if (ok) {
+		d->p.last_ok = true;
+	}
+	if (ok) {
+		d->seq_num += ok;
+		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
+		uskb_count_add(&d->tx_bytes, bytes);
+	}
+	if (errs) {
+		uskb_count_add(&d->errors, errs);
+		if (uskb_unlikely(!uskb_dev_running(d->nd->dev))) {
+			dev_stop(d);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
  * A new packet per send (burst 1, clone_skb 0), unpaced, on one queue,
  * without imix: batch_xmit builds up to PG_BATCH distinct packets and hands
  * them to the device in one call, as testpmd's txonly does, instead of a
@@ -392,22 +421,7 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 		}
 	}
 	d->npend = busy;
-	if (busy) {
-		d->p.last_ok = false;
-		dev_flush(d);
-	} else if (ok) {
-		d->p.last_ok = true;
-	}
-	if (ok) {
-		d->seq_num += ok;
-		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
-		uskb_count_add(&d->tx_bytes, bytes);
-	}
-	if (errs) {
-		uskb_count_add(&d->errors, errs);
-		if (uskb_unlikely(!uskb_dev_running(d->nd->dev)))
-			dev_stop(d);
-	}
+	tx_done(d, sofar, ok, bytes, errs, busy);
 }
 
 static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
@@ -498,29 +512,11 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 		uskb_free(skb);
 	if (handed && !busy)
 		d->skb = NULL; /* the device has our reference: the next call builds */
-	/* as the kernel: a busy device gets the same skb again, without delay */
-	if (busy) {
-		d->p.last_ok = false;
-		dev_flush(d);
-	}
-	else if (ok)
-		d->p.last_ok = true;
-	if (ok) {
-		d->seq_num += ok;
-		d->build_seq += ok; /* (ahead of seq_num by what a batch lost) */
-		if (d->p.n_imix)
-			d->p.imix[d->cur_imix].count_so_far += ok;
-		__atomic_store_n(&d->sofar, sofar + ok, __ATOMIC_RELAXED);
-		uskb_count_add(&d->tx_bytes, (uint64_t)ok * d->last_pkt_size);
-	}
-	if (errs) {
-		uskb_count_add(&d->errors, errs);
-		/* as the kernel's !netif_running(odev): an interface that went away ends the run */
-		if (uskb_unlikely(!uskb_dev_running(nd->dev))) {
-			dev_stop(d);
-			return;
-		}
-	}
+	d->build_seq += ok; /* (ahead of seq_num by what a batch lost) */
+	if (ok && d->p.n_imix)
+		d->p.imix[d->cur_imix].count_so_far += ok;
+	if (!tx_done(d, sofar, ok, (uint64_t)ok * d->last_pkt_size, errs, busy))
+		return;
 	if (d->p.count && sofar + ok >= d->p.count) {
 		/* pktgen_wait_for_skb(): until the device let go of every copy (idle time) */
 		uint64_t w = uskb_mono_ns();
