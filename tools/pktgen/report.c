@@ -19,6 +19,7 @@ static void on_sigint(int sig)
 {
 	static struct timespec first; /* the first SIGINT's */
 	struct timespec now;
+	int saved = errno;
 
 	/*
 	 * A second Ctrl-C means "now": die at once (--veth's guardian still
@@ -38,6 +39,7 @@ static void on_sigint(int sig)
 	cli_interrupted = sig;
 	if (cli.pg)
 		uskb_pktgen_stop(cli.pg);
+	errno = saved;
 }
 
 void cli_free_engine(void)

@@ -57,15 +57,21 @@ static const char usage[] =
 	"bad usage.\n";
 
 static struct uskb_vhost *vh;
+static struct uskb_vhost *volatile stop_vh; /* what a signal stops: cleared before it is freed */
 static struct uskb_dev *dev;
 static volatile sig_atomic_t stopped;
 
+/* the tool has one thread: the handler runs between two of main's steps */
 static void on_signal(int sig)
 {
+	struct uskb_vhost *v = stop_vh;
+	int saved = errno;
+
 	(void)sig;
 	stopped = 1;
-	if (vh)
-		uskb_vhost_stop(vh);
+	if (v)
+		uskb_vhost_stop(v);
+	errno = saved;
 }
 
 static const char *const why[USKB_VHOST_COPY_NR] = { "off", "small", "pend", "nozc", "err", "sg" };
@@ -212,6 +218,7 @@ int main(int argc, char **argv)
 		uskb_dev_close(dev);
 		return 1;
 	}
+	stop_vh = vh;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -248,6 +255,7 @@ int main(int argc, char **argv)
 		}
 	}
 	print((double)(uskb_mono_ns() - start) / 1e9, true, json);
+	stop_vh = NULL; /* a signal from now on stops nothing: the stop eventfd goes */
 	uskb_vhost_free(vh); /* waits for the device's completions */
 	vh = NULL;
 	uskb_dev_close(dev);
