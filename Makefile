@@ -113,6 +113,8 @@ TOOL_OBJS   := $(PKTGEN_TOOL_OBJS) $(VHOST_TOOL_OBJS) $(if $(MNL_LIBS),$(DP_TOOL
 TEST_SCRIPTS := $(patsubst test/%.sh,$(BUILD)/test/%,$(wildcard test/*.sh))
 # sourced by the shell tests, not run (not executable)
 TEST_HELPERS := $(patsubst test/%,$(BUILD)/test/%,$(wildcard test/*.bash))
+# programs the tests run (test/run runs only the directory's top level)
+TEST_HELPERS += $(patsubst test/helpers/%.c,$(BUILD)/test/helpers/%,$(wildcard test/helpers/*.c))
 # BPF programs for the tests' sinks (clang -target bpf); without clang the tests that need them skip
 BPF_OBJS    := $(if $(shell command -v clang),$(patsubst bpf/%.c,$(BUILD)/bpf/%.o,$(wildcard bpf/*.c)))
 MULTIARCH   := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
@@ -242,6 +244,11 @@ $(BUILD)/test/%: test/%.sh
 $(BUILD)/test/%.bash: test/%.bash
 	@mkdir -p $(@D)
 	$(Q)install -m 644 $< $@
+
+$(BUILD)/test/helpers/%: test/helpers/%.c
+	@mkdir -p $(@D)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@
 
 # test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
 $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
@@ -397,7 +404,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(DATADIR)/uskb
 
 format:
-	clang-format -i src/*/*.c src/*/*.h include/uskb/*.h test/*.c test/*.h examples/*.c bench/*.c fuzz/*.c tools/pktgen/*.c tools/pktgen/*.h
+	clang-format -i src/*/*.c src/*/*.h include/uskb/*.h test/*.c test/*.h test/helpers/*.c examples/*.c bench/*.c fuzz/*.c tools/pktgen/*.c tools/pktgen/*.h
 
 clean:
 	rm -rf build

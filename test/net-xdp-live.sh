@@ -10,7 +10,8 @@
 #   or twice, with sane latencies (right sequence numbers and times);
 #   two threads on two queues send their counts;
 # - each command the program cannot do is refused at start, naming it;
-#   an interface missing or down, a frame past the MTU and no privilege
+#   an interface missing or down, a frame past the MTU, no privilege and
+#   a kernel without live frames (made by seccomp: helpers/old-kernel)
 #   each give one clear line and a non-zero exit;
 # - no BPF program or map, and no XDP program on the interfaces, outlives
 #   the process: after the end, a Ctrl-C and a kill -9.
@@ -239,6 +240,13 @@ ip netns exec "$na" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-cap
 	"$pg" -q -n 10 -i "xdp-live:$a" >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc = 5 ] && grep -q "needs root" "$tmp/err" || bad "unprivileged: exit $rc: $(cat "$tmp/err")"
+# a kernel before 5.18: its BPF_PROG_RUN says EINVAL to the live-frames flag (helpers/old-kernel
+# makes every test run say so through seccomp)
+ip netns exec "$na" timeout 20 "$(dirname "$0")/helpers/old-kernel" "$pg" -q -n 10 -i "xdp-live:$a" \
+	>/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && grep -q "this kernel does not run XDP live frames .*: use xdp:$a$" "$tmp/err" &&
+	[ "$(wc -l <"$tmp/err")" = 1 ] || bad "no live frames: exit $rc: $(cat "$tmp/err")"
 echo "errors: one line each"
 
 # ---- Ctrl-C and kill -9 mid-run: nothing stays ----
