@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dev/priv.h"
+#include "uskb/cache.h"
 
 /* "null" or "null:nocsum" (no checksum offload: senders compute UDP sums) */
 static int null_open(struct uskb_dev *dev, const char *arg)
@@ -28,10 +29,9 @@ static void null_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **sk
 
 	(void)dev;
 	(void)queue;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		res[i] = USKB_XMIT_OK;
-		uskb_consume(skbs[i]);
-	}
+	uskb_free_bulk(skbs, (unsigned int)n); /* consumed, as DPDK's null PMD frees its burst */
 }
 
 const struct uskb_dev_ops __uskb_dev_null_ops = { .type = "null", .open = null_open, .xmit = null_xmit };
