@@ -253,6 +253,9 @@ $(BUILD)/test/helpers/%: test/helpers/%.c
 # test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
 $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
 $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: ALL_LDLIBS += $(MNL_LIBS)
+# test/pktgen-engine also checks the engine's batch clock from the inside (src/pktgen/pg.h)
+$(BUILD)/test/pktgen-engine: CFLAGS += -Isrc
+$(BUILD)/test/pktgen-engine: $(wildcard src/pktgen/pg.h)
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

@@ -375,6 +375,7 @@ static int dev_stats(struct uskb_pktgen *pg, int i, char *name, size_t namelen,
 			st->lost = st->running ? 0 : d->lost;
 			st->tx_bytes = uskb_count_read(&d->tx_bytes) + (unacc ? unacc * d->last_pkt_size : 0);
 			st->idle_ns = uskb_count_read(&d->idle_acc);
+			st->restamped = uskb_count_read(&d->restamped);
 			if (d->nd && d->nd->dev) {
 				struct uskb_dev_stats ds;
 

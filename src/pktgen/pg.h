@@ -245,6 +245,17 @@ struct pg_dev {
 	bool fixed, primed, tmpl_same;
 	unsigned int npend;
 	struct uskb *pend[PG_BATCH];
+	/*
+	 * A batch's time (flow.c, __uskb_pg_stamp_*): while hold, a packet
+	 * built takes held (read at TSC held_tsc); one reading per `every`
+	 * packets, from the pace of the last batch (begun at TSC batch_tsc,
+	 * 0: not measured). restamped: packets whose reading aged in their
+	 * chunk, stamped again (a preemption): uskb_count_add / _read.
+	 */
+	bool hold;
+	unsigned int every;
+	struct timespec held;
+	uint64_t held_tsc, batch_tsc, restamped;
 };
 
 struct pg_thread {
@@ -290,6 +301,15 @@ USKB_HIDDEN bool __uskb_pg_headers_vary(const struct pg_dev *d);
 USKB_HIDDEN struct uskb *__uskb_pg_fill_packet(struct pg_dev *d);
 /* the same without the result (for a caller that holds pg->lock): NULL when memory ran out */
 USKB_HIDDEN struct uskb *__uskb_pg_build_next(struct pg_dev *d);
+/*
+ * A batch's time: begin before its first packet is built; chunk after each
+ * d->every packets built (@v, @n: that chunk's packets), which may stamp
+ * them again; end after the last (@v, @n: the last chunk's; @built: the
+ * batch's). Packets built between take one reading per chunk.
+ */
+USKB_HIDDEN void __uskb_pg_stamp_begin(struct pg_dev *d);
+USKB_HIDDEN void __uskb_pg_stamp_chunk(struct pg_dev *d, struct uskb **v, unsigned int n);
+USKB_HIDDEN void __uskb_pg_stamp_end(struct pg_dev *d, struct uskb **v, unsigned int n, unsigned int built);
 
 /* ---- xmit.c: running ---- */
 

@@ -25,6 +25,7 @@ void __uskb_pg_clear_counters(struct pg_dev *d)
 	d->sofar = 0;
 	d->tx_bytes = 0;
 	d->errors = 0;
+	d->restamped = 0;
 }
 
 /* Set a device up for a run; a failure is its result, and it does not run. */
@@ -375,7 +376,7 @@ static bool batch_ok(const struct pg_dev *d, uint64_t sofar)
 static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	uint64_t sofar = uskb_count_read(&d->sofar), bytes = 0;
-	unsigned int n, want = PG_BATCH, ok = 0, errs = 0, busy = 0;
+	unsigned int n, first, chunk, want = PG_BATCH, ok = 0, errs = 0, busy = 0;
 	uint32_t len[PG_BATCH];
 
 	if (d->p.count && want > d->p.count - sofar - 1)
@@ -384,15 +385,23 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 		t->vec[n] = d->pend[n];
 		len[n] = d->pend[n]->len;
 	}
-	for (; n < want; n++) {
-		struct uskb *skb = __uskb_pg_fill_packet(d);
+	first = n;
+	__uskb_pg_stamp_begin(d);
+	for (chunk = n; n < want; n++) {
+		struct uskb *skb;
 
+		if (d->hold && n - chunk == d->every) { /* (one reading of the time per chunk) */
+			__uskb_pg_stamp_chunk(d, t->vec + chunk, n - chunk);
+			chunk = n;
+		}
+		skb = __uskb_pg_fill_packet(d);
 		if (!skb)
 			break;
 		d->build_seq++;
 		len[n] = skb->len;
 		t->vec[n] = skb;
 	}
+	__uskb_pg_stamp_end(d, t->vec + chunk, n - chunk, n - first);
 	if (!n) { /* no memory: "No memory" said; try again */
 		sched_yield();
 		return;
