@@ -470,7 +470,8 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 		t->misses = 0;
 		d->tmpl_same = d->fixed; /* nothing varies: it matches every packet of the run */
 	}
-	*out = skb = uskb_alloc(16 + t->len); /* as uskb_pktgen_build: 16 bytes of headroom */
+	/* as uskb_pktgen_build: 16 bytes of headroom */
+	*out = skb = d->nspare ? d->spare[--d->nspare] : uskb_alloc(16 + t->len);
 	if (!skb)
 		return true;
 	uskb_reserve(skb, 16);
@@ -494,6 +495,20 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 			     htonl(p->tv_usec) };
 	memcpy(data + t->th + 8, &h, sizeof(h));
 	return true;
+}
+
+void __uskb_pg_spare_fill(struct pg_dev *d, unsigned int n)
+{
+	/* (all or nothing: without them each packet allocates its own) */
+	if (d->tmpl_same && !d->nspare && n > 1 && !uskb_alloc_bulk(d->spare, n, 16 + d->tmpl->len))
+		d->nspare = n;
+}
+
+void __uskb_pg_spare_drop(struct pg_dev *d)
+{
+	if (d->nspare)
+		uskb_free_bulk(d->spare, d->nspare);
+	d->nspare = 0;
 }
 
 bool __uskb_pg_headers_vary(const struct pg_dev *d)

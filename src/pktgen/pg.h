@@ -256,6 +256,9 @@ struct pg_dev {
 	unsigned int every;
 	struct timespec held;
 	uint64_t held_tsc, batch_tsc, restamped;
+	/* a batch's skbs, allocated in one go for the template to fill (flow.c __uskb_pg_spare_*) */
+	unsigned int nspare;
+	struct uskb *spare[PG_BATCH];
 };
 
 struct pg_thread {
@@ -308,6 +311,14 @@ USKB_HIDDEN struct uskb *__uskb_pg_build_next(struct pg_dev *d);
  * batch's). Packets built between take one reading per chunk.
  */
 USKB_HIDDEN void __uskb_pg_stamp_begin(struct pg_dev *d);
+/*
+ * A batch of @n packets the template will make (every packet's frame is
+ * the same but for its per-packet fields: d->tmpl_same): their skbs in
+ * one uskb_alloc_bulk, taken by the packets built until spare_drop frees
+ * what is left.
+ */
+USKB_HIDDEN void __uskb_pg_spare_fill(struct pg_dev *d, unsigned int n);
+USKB_HIDDEN void __uskb_pg_spare_drop(struct pg_dev *d);
 USKB_HIDDEN void __uskb_pg_stamp_chunk(struct pg_dev *d, struct uskb **v, unsigned int n);
 USKB_HIDDEN void __uskb_pg_stamp_end(struct pg_dev *d, struct uskb **v, unsigned int n, unsigned int built);
 

@@ -386,6 +386,7 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 		len[n] = d->pend[n]->len;
 	}
 	first = n;
+	__uskb_pg_spare_fill(d, want - n);
 	__uskb_pg_stamp_begin(d);
 	for (chunk = n; n < want; n++) {
 		struct uskb *skb;
@@ -402,6 +403,7 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 		t->vec[n] = skb;
 	}
 	__uskb_pg_stamp_end(d, t->vec + chunk, n - chunk, n - first);
+	__uskb_pg_spare_drop(d);
 	if (!n) { /* no memory: "No memory" said; try again */
 		sched_yield();
 		return;
