@@ -251,16 +251,18 @@ $(BUILD)/test/helpers/%: test/helpers/%.c
 	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@
 
 # test/netlink and test/ovs read what they build with libmnl's parser (libmnl-dev); without it, they skip
-$(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: CFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
+# (TEST_CPPFLAGS, not CFLAGS: a CFLAGS given on make's command line, as .ci/run's clang
+# build does, would override these)
+$(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: TEST_CPPFLAGS += $(if $(MNL_LIBS),-DUSKB_HAVE_MNL)
 $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: ALL_LDLIBS += $(MNL_LIBS)
 # test/pktgen-engine also checks the engine's batch clock from the inside (src/pktgen/pg.h)
-$(BUILD)/test/pktgen-engine: CFLAGS += -Isrc
+$(BUILD)/test/pktgen-engine: TEST_CPPFLAGS += -Isrc
 $(BUILD)/test/pktgen-engine: $(wildcard src/pktgen/pg.h)
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(ALL_A) $(ALL_LDLIBS)
+	$(Q)$(CC) $(BASEFLAGS) $(TEST_CPPFLAGS) $(CFLAGS) $< $(TEST_LIBSRC) -o $@ $(ALL_A) $(ALL_LDLIBS)
 
 # Build dependencies (Debian): installed when missing, as root or via sudo.
 deps:

@@ -245,8 +245,12 @@ rc=$?
 ip netns exec "$na" timeout 20 "$(dirname "$0")/helpers/old-kernel" "$pg" -q -n 10 -i "xdp-live:$a" \
 	>/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc = 5 ] && grep -q "this kernel does not run XDP live frames .*: use xdp:$a$" "$tmp/err" &&
-	[ "$(wc -l <"$tmp/err")" = 1 ] || bad "no live frames: exit $rc: $(cat "$tmp/err")"
+if [ $rc = 77 ]; then
+	echo "no live frames: not tried: $(cat "$tmp/err")" # (no seccomp filter for this machine)
+else
+	[ $rc = 5 ] && grep -q "this kernel does not run XDP live frames .*: use xdp:$a$" "$tmp/err" &&
+		[ "$(wc -l <"$tmp/err")" = 1 ] || bad "no live frames: exit $rc: $(cat "$tmp/err")"
+fi
 echo "errors: one line each"
 
 # ---- Ctrl-C and kill -9 mid-run: nothing stays ----
