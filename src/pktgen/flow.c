@@ -404,6 +404,10 @@ _Static_assert(offsetof(struct uskb_pktgen_pkt, seq_num) > TMPL_KEY &&
 		       offsetof(struct uskb_pktgen_pkt, tv_usec) > TMPL_KEY,
 	       "the per-packet fields come last in struct uskb_pktgen_pkt");
 
+/* frames up to this long are copied whole from the template, zeros and all */
+#define TMPL_SHORT 64
+_Static_assert(TMPL_SHORT <= PG_TMPL_MAX, "a short frame fits the template");
+
 /* Keep @skb's frame (just built from @p) as the template for the packets after it. */
 static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const struct uskb *skb)
 {
@@ -429,6 +433,7 @@ static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const s
 	t->th = (uint16_t)(skb->transport_header - skb->mac_header);
 	t->protocol = skb->protocol;
 	memcpy(t->frame, skb->data, hlen);
+	memset(t->frame + hlen, 0, PG_TMPL_MAX - hlen); /* the zeros after the header (TMPL_SHORT) */
 	if (!p->ipv6) {
 		/* the header's 16-bit words as they lie in memory, but the id and checksum */
 		const unsigned char *iph = t->frame + t->nh;
@@ -476,8 +481,13 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 		return true;
 	uskb_reserve(skb, 16);
 	data = uskb_put(skb, t->len);
-	memcpy(data, t->frame, t->hlen);
-	memset(data + t->hlen, 0, t->len - t->hlen);
+	if (t->len <= TMPL_SHORT && uskb_tailroom(skb) >= (int)(TMPL_SHORT - t->len)) {
+		/* a short frame: one fixed-size copy, zeros included (what passes len is tailroom) */
+		memcpy(data, t->frame, TMPL_SHORT);
+	} else {
+		memcpy(data, t->frame, t->hlen);
+		memset(data + t->hlen, 0, t->len - t->hlen);
+	}
 	skb->protocol = t->protocol;
 	uskb_reset_mac_header(skb);
 	uskb_set_network_header(skb, t->nh);
