@@ -257,7 +257,7 @@ $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: TEST_CPPFLAGS 
 $(BUILD)/test/netlink $(BUILD)/test/ovs $(BUILD)/test/dp-handler: ALL_LDLIBS += $(MNL_LIBS)
 # test/pktgen-engine also checks the engine's batch clock from the inside (src/pktgen/pg.h)
 $(BUILD)/test/pktgen-engine: TEST_CPPFLAGS += -Isrc
-$(BUILD)/test/pktgen-engine: $(wildcard src/pktgen/pg.h)
+$(BUILD)/test/pktgen-engine: src/pktgen/pg.h
 
 $(BUILD)/test/%: test/%.c test/t.h test/model.h $(TEST_LIBSRC) $(ALL_A)
 	@mkdir -p $(@D)

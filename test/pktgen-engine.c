@@ -57,15 +57,28 @@ static uint64_t wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+/* the pktgen header's time (us) */
+static uint64_t pgh_us(struct uskb *skb)
+{
+	uint32_t tv[2];
+
+	CHECK(uskb_copy_bits(skb, 14 + 20 + 8 + 8, tv, 8) == 0);
+	return (uint64_t)ntohl(tv[0]) * 1000000 + ntohl(tv[1]);
+}
+
+static void spin_us(unsigned int us)
+{
+	for (uint64_t end = wall_us() + us; wall_us() < end;)
+		;
+}
+
 static void pre_spin(int sig)
 {
 	int saved = errno;
-	uint64_t end;
 
 	(void)sig;
 	if (!pre.in_xmit) {
-		for (end = wall_us() + 5; wall_us() < end;)
-			;
+		spin_us(5);
 		pre.hit_end = wall_us();
 	}
 	errno = saved;
@@ -74,9 +87,6 @@ static void pre_spin(int sig)
 /* a call begins: after a spin, the batch's last packet was built after it (see the test) */
 static void pre_begin(struct uskb **skbs, int n)
 {
-	unsigned char tv[8];
-	uint32_t sec, usec;
-
 	if (!pre.armed) {
 		struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR2 };
 		struct itimerspec every = { { 0, 20000 }, { 0, 20000 } };
@@ -89,20 +99,14 @@ static void pre_begin(struct uskb **skbs, int n)
 	pre.in_xmit = 1;
 	/* the tail refused last time was built before then: never stamped again since */
 	for (int i = 0; i < pre.tail && i < n; i++) {
-		CHECK(uskb_copy_bits(skbs[i], 14 + 20 + 8 + 8, tv, 8) == 0);
-		memcpy(&sec, tv, 4);
-		memcpy(&usec, tv + 4, 4);
-		CHECK((uint64_t)ntohl(sec) * 1000000 + ntohl(usec) <= pre.tail_at);
+		CHECK(pgh_us(skbs[i]) <= pre.tail_at);
 		pre.tail_checked++;
 	}
 	pre.tail = 0;
 	if (!pre.hit_end)
 		return;
-	CHECK(uskb_copy_bits(skbs[n - 1], 14 + 20 + 8 + 8, tv, 8) == 0);
-	memcpy(&sec, tv, 4);
-	memcpy(&usec, tv + 4, 4);
 	pre.hits++;
-	if ((uint64_t)ntohl(sec) * 1000000 + ntohl(usec) + 1 < pre.hit_end)
+	if (pgh_us(skbs[n - 1]) + 1 < pre.hit_end)
 		pre.late++;
 	pre.hit_end = 0;
 }
@@ -661,28 +665,14 @@ static void test_timestamps(void)
 
 /* ---- the batch clock, white box ---- */
 
-static uint64_t pgh_us(struct uskb *skb)
-{
-	uint32_t tv[2];
-
-	CHECK(uskb_copy_bits(skb, 14 + 20 + 8 + 8, tv, 8) == 0);
-	return (uint64_t)ntohl(tv[0]) * 1000000 + ntohl(tv[1]);
-}
-
 /* @n packets built beforehand take the held reading, as __uskb_pg_build_next does (quickly) */
 static void chunk_stamp(struct pg_dev *d, struct uskb **v, int n)
 {
-	uint32_t tv[2] = { htonl((uint32_t)d->held.tv_sec), htonl((uint32_t)(d->held.tv_nsec / 1000)) };
+	uint32_t tv[2] = { htonl(d->held_sec), htonl(d->held_usec) };
 
 	CHECK(d->hold);
 	for (int i = 0; i < n; i++)
 		memcpy(uskb_transport_header(v[i]) + 16, tv, 8);
-}
-
-static void spin_us(unsigned int us)
-{
-	for (uint64_t end = wall_us() + us; wall_us() < end;)
-		;
 }
 
 /*

@@ -94,7 +94,8 @@ static void hold(struct pg_dev *d, uint64_t t)
 {
 	if (t - rt.tsc >= rt.per_us / 2)
 		clock_read(t);
-	d->held = rt.ts;
+	d->held_sec = (uint32_t)rt.ts.tv_sec; /* (converted once for the chunk's packets) */
+	d->held_usec = (uint32_t)(rt.ts.tv_nsec / 1000);
 	d->held_tsc = rt.tsc;
 	d->hold = true;
 }
@@ -109,8 +110,8 @@ static void check(struct pg_dev *d, struct uskb **v, unsigned int n, uint64_t t)
 	clock_read(t);
 	tv[0] = htonl((uint32_t)rt.ts.tv_sec);
 	tv[1] = htonl((uint32_t)(rt.ts.tv_nsec / 1000));
-	for (unsigned int i = 0; i < n; i++) /* the pktgen header's time: after UDP's 8 bytes, at 8 */
-		memcpy(uskb_transport_header(v[i]) + 16, tv, 8);
+	for (unsigned int i = 0; i < n; i++) /* the pktgen header's time, after UDP's 8 bytes */
+		memcpy(uskb_transport_header(v[i]) + 8 + offsetof(struct pg_hdr, tv_sec), tv, 8);
 	uskb_count_add(&d->restamped, n);
 }
 
@@ -571,8 +572,8 @@ per_packet:
 	if (d->p.flags & F_NO_TIMESTAMP) {
 		p->tv_sec = p->tv_usec = 0;
 	} else if (d->hold) { /* (in a batch: __uskb_pg_stamp_begin) */
-		p->tv_sec = (uint32_t)d->held.tv_sec;
-		p->tv_usec = (uint32_t)(d->held.tv_nsec / 1000);
+		p->tv_sec = d->held_sec;
+		p->tv_usec = d->held_usec;
 	} else {
 		struct timespec ts;
 

@@ -247,14 +247,14 @@ struct pg_dev {
 	struct uskb *pend[PG_BATCH];
 	/*
 	 * A batch's time (flow.c, __uskb_pg_stamp_*): while hold, a packet
-	 * built takes held (read at TSC held_tsc); one reading per `every`
-	 * packets, from the pace of the last batch (begun at TSC batch_tsc,
-	 * 0: not measured). restamped: packets whose reading aged in their
-	 * chunk, stamped again (a preemption): uskb_count_add / _read.
+	 * built takes held_sec/held_usec (read at TSC held_tsc); one reading
+	 * per `every` packets, from the pace of the last batch (begun at TSC
+	 * batch_tsc, 0: not measured). restamped: packets whose reading aged
+	 * in their chunk, stamped again (a preemption): uskb_count_add / _read.
 	 */
 	bool hold;
 	unsigned int every;
-	struct timespec held;
+	uint32_t held_sec, held_usec;
 	uint64_t held_tsc, batch_tsc, restamped;
 	/* a batch's skbs, allocated in one go for the template to fill (flow.c __uskb_pg_spare_*) */
 	unsigned int nspare;
@@ -311,6 +311,8 @@ USKB_HIDDEN struct uskb *__uskb_pg_build_next(struct pg_dev *d);
  * batch's). Packets built between take one reading per chunk.
  */
 USKB_HIDDEN void __uskb_pg_stamp_begin(struct pg_dev *d);
+USKB_HIDDEN void __uskb_pg_stamp_chunk(struct pg_dev *d, struct uskb **v, unsigned int n);
+USKB_HIDDEN void __uskb_pg_stamp_end(struct pg_dev *d, struct uskb **v, unsigned int n, unsigned int built);
 /*
  * A batch of @n packets the template will make (every packet's frame is
  * the same but for its per-packet fields: d->tmpl_same): their skbs in
@@ -319,8 +321,6 @@ USKB_HIDDEN void __uskb_pg_stamp_begin(struct pg_dev *d);
  */
 USKB_HIDDEN void __uskb_pg_spare_fill(struct pg_dev *d, unsigned int n);
 USKB_HIDDEN void __uskb_pg_spare_drop(struct pg_dev *d);
-USKB_HIDDEN void __uskb_pg_stamp_chunk(struct pg_dev *d, struct uskb **v, unsigned int n);
-USKB_HIDDEN void __uskb_pg_stamp_end(struct pg_dev *d, struct uskb **v, unsigned int n, unsigned int built);
 
 /* ---- xmit.c: running ---- */
 
