@@ -32,6 +32,16 @@ static struct {
 	uint64_t ts_us[64];  /* the pktgen header's time of the first packets (us) */
 	int64_t ts_ahead;    /* the most any was ahead of the clock at transmit (us) */
 	uint64_t ts_behind;  /* ... and behind it */
+	/*
+	 * Every frame taken against the run's first (frame0): the same bytes
+	 * but for the IPv4 id and checksum and the pktgen header's sequence
+	 * number and time; a valid IPv4 checksum; each new sequence number
+	 * the last plus one, with the IPv4 id the last plus one.
+	 */
+	unsigned char frame0[128];
+	unsigned int len0;
+	uint16_t last_id;
+	int frame_diffs, bad_csums, seq_breaks, id_breaks;
 } rec;
 
 /*
@@ -111,6 +121,58 @@ static void pre_begin(struct uskb **skbs, int n)
 	pre.hit_end = 0;
 }
 
+/* a frame taken: see rec (the sequence numbers themselves are checked by rec_xmit's callers) */
+static void rec_frame(struct uskb *skb)
+{
+	unsigned int len = skb->len < sizeof(rec.frame0) ? skb->len : sizeof(rec.frame0);
+	unsigned int nh = (unsigned int)(uskb_network_header(skb) - skb->data);
+	unsigned int pgh = (unsigned int)(uskb_transport_header(skb) - skb->data) + 8;
+	bool ip4 = skb->protocol == htons(0x0800);
+	unsigned char f[sizeof(rec.frame0)];
+	uint32_t seq;
+	uint16_t id;
+
+	CHECK(uskb_copy_bits(skb, 0, f, (int)len) == 0);
+	CHECK(pgh + 16 <= len);
+	memcpy(&seq, f + pgh + 4, 4);
+	seq = ntohl(seq);
+	if (ip4) {
+		uint32_t sum = 0;
+
+		for (unsigned int j = nh; j < nh + 20; j += 2)
+			sum += (uint32_t)f[j] << 8 | f[j + 1];
+		while (sum >> 16)
+			sum = (sum & 0xffff) + (sum >> 16);
+		if (sum != 0xffff)
+			rec.bad_csums++;
+		id = (uint16_t)(f[nh + 4] << 8 | f[nh + 5]);
+		if (rec.len0 && seq != rec.last && id != (uint16_t)(rec.last_id + 1))
+			rec.id_breaks++;
+		rec.last_id = id;
+		memset(f + nh + 4, 0, 2);
+		memset(f + nh + 10, 0, 2);
+	}
+	if (rec.len0 && seq != rec.last && seq != rec.last + 1)
+		rec.seq_breaks++;
+	memset(f + pgh + 4, 0, 12);
+	if (!rec.len0) {
+		memcpy(rec.frame0, f, len);
+		rec.len0 = skb->len;
+	} else if (skb->len != rec.len0 || memcmp(f, rec.frame0, len)) {
+		rec.frame_diffs++;
+	}
+}
+
+/* every frame as the first, in sequence (see rec) */
+static void rec_frames_ok(void)
+{
+	CHECK(rec.len0 > 0);
+	CHECK_EQ(rec.frame_diffs, 0);
+	CHECK_EQ(rec.bad_csums, 0);
+	CHECK_EQ(rec.seq_breaks, 0);
+	CHECK_EQ(rec.id_breaks, 0);
+}
+
 static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
 {
 	(void)dev;
@@ -139,7 +201,8 @@ static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				res[i] = USKB_XMIT_BUSY;
 			break;
 		}
-		CHECK(uskb_copy_bits(skbs[i], 14 + 20 + 8, pgh, 16) == 0);
+		rec_frame(skbs[i]);
+		CHECK(uskb_copy_bits(skbs[i], (int)(uskb_transport_header(skbs[i]) - skbs[i]->data) + 8, pgh, 16) == 0);
 		CHECK(!memcmp(pgh, "\xbe\x9b\xe9\x55", 4));
 		{
 			/* its wall-clock time against the clock's now */
@@ -642,6 +705,20 @@ static void test_timestamps(void)
 	CHECK_EQ(rec.pkts, 200000);
 	CHECK_EQ(rec.ts_ahead, 0);
 	CHECK(rec.ts_behind < 1000000); /* (a scheduling delay between build and transmit) */
+	rec_frames_ok(); /* (batches of template-made packets, the time held per chunk) */
+	/* the same without a time, and over IPv6 (batches made without a clock) */
+	run_rec(100000, 1, 0, 0, 0, "flag NO_TIMESTAMP");
+	CHECK_EQ(rec.pkts, 100000);
+	rec_frames_ok();
+	CHECK_EQ(rec.ts_us[63], 0);
+	run_rec(100000, 1, 0, 0, 0, "dst6 fd00::2");
+	CHECK_EQ(rec.pkts, 100000);
+	rec_frames_ok();
+	CHECK_EQ(rec.ts_ahead, 0);
+	run_rec(50000, 1, 0, 0, 0, "pkt_size 300"); /* longer than a one-copy frame */
+	CHECK_EQ(rec.pkts, 50000);
+	rec_frames_ok();
+	CHECK_EQ(rec.len0, 300);
 	/*
 	 * 2 ms apart: each packet its own time. The engine keeps a schedule
 	 * (a late packet is followed sooner), so the span is what is sure:
@@ -793,6 +870,7 @@ static void test_timestamps_preempted(void)
 	uskb_pktgen_free(pg);
 	CHECK_EQ(rec.pkts, 2000000);
 	CHECK_EQ(rec.ts_ahead, 0);
+	rec_frames_ok();
 	CHECK(pre.hits >= 100);
 	CHECK(pre.tail_checked >= 100);
 #if defined(__x86_64__) || defined(__i386__)

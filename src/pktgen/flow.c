@@ -596,6 +596,81 @@ per_packet:
 	return skb;
 }
 
+/*
+ * @n packets into @v as __uskb_pg_build_next makes them once the template
+ * makes every packet (tmpl_same) and the time is held for them (or off):
+ * the batch's spare skbs filled in one loop. The state stays in locals:
+ * every store into a frame may alias d, which would reload it per field.
+ */
+static void tmpl_run(struct pg_dev *d, struct uskb **v, unsigned int n)
+{
+	const struct pg_tmpl *t = d->tmpl;
+	const unsigned int len = t->len, hlen = t->hlen, nh = t->nh, th = t->th;
+	const bool ip4 = !d->pkt.ipv6, whole = len <= TMPL_SHORT;
+	const uint16_t proto = t->protocol, qmap = (uint16_t)d->cur_queue_map;
+	const uint32_t ipsum = t->ipsum, prio = d->p.skb_priority;
+	unsigned int ns = d->nspare;
+	uint32_t seq = d->build_seq, tv[2] = { 0, 0 };
+	uint16_t id = d->ip_id;
+
+	if (!(d->p.flags & F_NO_TIMESTAMP)) {
+		tv[0] = htonl(d->held_sec);
+		tv[1] = htonl(d->held_usec);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct uskb *skb = d->spare[--ns];
+		unsigned char *data, *pgh;
+		uint32_t seq_be = htonl(seq++);
+
+		uskb_reserve(skb, 16);
+		data = uskb_put(skb, len);
+		/* (the magic came with the frame: a kept frame holds the pktgen header) */
+		if (whole && uskb_tailroom(skb) >= (int)(TMPL_SHORT - len)) {
+			memcpy(data, t->frame, TMPL_SHORT);
+		} else {
+			memcpy(data, t->frame, hlen);
+			memset(data + hlen, 0, len - hlen);
+		}
+		skb->protocol = proto;
+		uskb_reset_mac_header(skb);
+		uskb_set_network_header(skb, (int)nh);
+		uskb_set_transport_header(skb, (int)th);
+		if (ip4) {
+			uint16_t v16 = htons(id++);
+			uskb_sum16 check = uskb_csum_fold(ipsum + v16);
+
+			memcpy(data + nh + 4, &v16, 2);
+			memcpy(data + nh + 10, &check, 2);
+		}
+		pgh = data + th + 8;
+		memcpy(pgh + offsetof(struct pg_hdr, seq), &seq_be, 4);
+		memcpy(pgh + offsetof(struct pg_hdr, tv_sec), tv, 8);
+		skb->queue_mapping = qmap;
+		skb->priority = prio;
+		v[i] = skb;
+	}
+	d->nspare = ns;
+	d->build_seq = seq;
+	d->ip_id = id;
+}
+
+unsigned int __uskb_pg_build_run(struct pg_dev *d, struct uskb **v, unsigned int n)
+{
+	unsigned int i;
+
+	if (d->primed && d->tmpl_same && d->nspare >= n && (d->hold || (d->p.flags & F_NO_TIMESTAMP))) {
+		tmpl_run(d, v, n);
+		return n;
+	}
+	for (i = 0; i < n; i++) {
+		v[i] = __uskb_pg_fill_packet(d);
+		if (!v[i])
+			break;
+		d->build_seq++;
+	}
+	return i;
+}
+
 struct uskb *__uskb_pg_fill_packet(struct pg_dev *d)
 {
 	struct uskb *skb = __uskb_pg_build_next(d);

@@ -305,6 +305,12 @@ USKB_HIDDEN struct uskb *__uskb_pg_fill_packet(struct pg_dev *d);
 /* the same without the result (for a caller that holds pg->lock): NULL when memory ran out */
 USKB_HIDDEN struct uskb *__uskb_pg_build_next(struct pg_dev *d);
 /*
+ * @n packets in a row, as many __uskb_pg_fill_packet, into @v, numbered
+ * from d->build_seq on (which follows); fewer when memory ran out. Within
+ * a batch's chunk (__uskb_pg_stamp_*) they take the time held.
+ */
+USKB_HIDDEN unsigned int __uskb_pg_build_run(struct pg_dev *d, struct uskb **v, unsigned int n);
+/*
  * A batch's time: begin before its first packet is built; chunk after each
  * d->every packets built (@v, @n: that chunk's packets), which may stamp
  * them again; end after the last (@v, @n: the last chunk's; @built: the

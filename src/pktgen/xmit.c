@@ -376,7 +376,7 @@ static bool batch_ok(const struct pg_dev *d, uint64_t sofar)
 static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 {
 	uint64_t sofar = uskb_count_read(&d->sofar), bytes = 0;
-	unsigned int n, first, chunk, want = PG_BATCH, ok = 0, errs = 0, busy = 0;
+	unsigned int n, first, chunk, got, want = PG_BATCH, ok = 0, errs = 0, busy = 0;
 	uint32_t len[PG_BATCH];
 
 	if (d->p.count && want > d->p.count - sofar - 1)
@@ -388,19 +388,24 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 	first = n;
 	__uskb_pg_spare_fill(d, want - n);
 	__uskb_pg_stamp_begin(d);
-	for (chunk = n; n < want; n++) {
-		struct uskb *skb;
+	for (chunk = n; n < want; n += got) {
+		unsigned int m = want - n;
 
-		if (d->hold && n - chunk == d->every) { /* (one reading of the time per chunk) */
-			__uskb_pg_stamp_chunk(d, t->vec + chunk, n - chunk);
-			chunk = n;
+		if (d->hold) { /* one reading of the time per chunk of d->every */
+			if (n - chunk == d->every) {
+				__uskb_pg_stamp_chunk(d, t->vec + chunk, n - chunk);
+				chunk = n;
+			}
+			if (m > d->every - (n - chunk))
+				m = d->every - (n - chunk);
 		}
-		skb = __uskb_pg_fill_packet(d);
-		if (!skb)
+		got = __uskb_pg_build_run(d, t->vec + n, m);
+		for (unsigned int i = n; i < n + got; i++)
+			len[i] = t->vec[i]->len;
+		if (got < m) { /* no memory */
+			n += got;
 			break;
-		d->build_seq++;
-		len[n] = skb->len;
-		t->vec[n] = skb;
+		}
 	}
 	__uskb_pg_stamp_end(d, t->vec + chunk, n - chunk, n - first);
 	__uskb_pg_spare_drop(d);
