@@ -36,12 +36,17 @@ static struct {
 	 * Every frame taken against the run's first (frame0): the same bytes
 	 * but for the IPv4 id and checksum and the pktgen header's sequence
 	 * number and time; a valid IPv4 checksum; each new sequence number
-	 * the last plus one, with the IPv4 id the last plus one.
+	 * the last plus one, the IPv4 id stepping with it. The time: how
+	 * often it changed, and went back. Each frame the device consumes is
+	 * scribbled over before it is freed, so a head that comes back
+	 * holds no bytes the builder could leave unwritten.
 	 */
-	unsigned char frame0[128];
+	unsigned char frame0[2048];
 	unsigned int len0;
 	uint16_t last_id;
 	int frame_diffs, bad_csums, seq_breaks, id_breaks;
+	uint64_t last_at;
+	int ts_changes, ts_backwards;
 } rec;
 
 /*
@@ -146,7 +151,7 @@ static void rec_frame(struct uskb *skb)
 		if (sum != 0xffff)
 			rec.bad_csums++;
 		id = (uint16_t)(f[nh + 4] << 8 | f[nh + 5]);
-		if (rec.len0 && seq != rec.last && id != (uint16_t)(rec.last_id + 1))
+		if (rec.len0 && (uint16_t)(id - rec.last_id) != (uint16_t)(seq - rec.last))
 			rec.id_breaks++;
 		rec.last_id = id;
 		memset(f + nh + 4, 0, 2);
@@ -171,6 +176,7 @@ static void rec_frames_ok(void)
 	CHECK_EQ(rec.bad_csums, 0);
 	CHECK_EQ(rec.seq_breaks, 0);
 	CHECK_EQ(rec.id_breaks, 0);
+	CHECK_EQ(rec.ts_backwards, 0);
 }
 
 static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, int n, int *res)
@@ -221,6 +227,12 @@ static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 				rec.ts_behind = now - at;
 			if (rec.pkts < 64)
 				rec.ts_us[rec.pkts] = at;
+			if (rec.len0 && at != rec.last_at) {
+				rec.ts_changes++;
+				if (at < rec.last_at)
+					rec.ts_backwards++;
+			}
+			rec.last_at = at;
 		}
 		memcpy(&seq, pgh + 4, 4);
 		if (ntohl(seq) != rec.last) {
@@ -235,6 +247,8 @@ static void rec_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 			res[i] = USKB_XMIT_OK;
 			rec.pkts++;
 		}
+		if (!uskb_shared(skbs[i]) && !uskb_cloned(skbs[i]))
+			memset(skbs[i]->data, 0x5a, uskb_headlen(skbs[i]));
 		uskb_free(skbs[i]);
 	}
 	pre.in_xmit = 0;
@@ -448,8 +462,14 @@ static void run_rec(int count, int burst, int clone, int busy_every, int drop_ev
 	cmd_ok(pg, "rec", cmd);
 	snprintf(cmd, sizeof(cmd), "clone_skb %d", clone);
 	cmd_ok(pg, "rec", cmd);
-	if (extra)
-		cmd_ok(pg, "rec", extra);
+	/* @extra: commands separated by ';' */
+	if (extra) {
+		char buf[256], *save = NULL;
+
+		snprintf(buf, sizeof(buf), "%s", extra);
+		for (char *c = strtok_r(buf, ";", &save); c; c = strtok_r(NULL, ";", &save))
+			cmd_ok(pg, "rec", c);
+	}
 	cmd_ok(pg, "pgctrl", "start");
 	CHECK(!strncmp(uskb_pktgen_result(pg, "rec"), "OK: ", 4));
 	uskb_pktgen_free(pg);
@@ -705,20 +725,49 @@ static void test_timestamps(void)
 	CHECK_EQ(rec.pkts, 200000);
 	CHECK_EQ(rec.ts_ahead, 0);
 	CHECK(rec.ts_behind < 1000000); /* (a scheduling delay between build and transmit) */
-	rec_frames_ok(); /* (batches of template-made packets, the time held per chunk) */
+	/* batches of template-made packets, the time held per chunk: it moves (~1 ms at least) */
+	rec_frames_ok();
+	CHECK_EQ(rec.distinct, rec.pkts);
+	CHECK(rec.ts_changes >= 100);
 	/* the same without a time, and over IPv6 (batches made without a clock) */
 	run_rec(100000, 1, 0, 0, 0, "flag NO_TIMESTAMP");
 	CHECK_EQ(rec.pkts, 100000);
 	rec_frames_ok();
+	CHECK_EQ(rec.distinct, rec.pkts);
 	CHECK_EQ(rec.ts_us[63], 0);
-	run_rec(100000, 1, 0, 0, 0, "dst6 fd00::2");
-	CHECK_EQ(rec.pkts, 100000);
+	CHECK_EQ(rec.ts_changes, 0);
+	/*
+	 * (A run's thread learns the TSC's rate in its first 10 ms, reading
+	 * the clock per packet meanwhile: runs with a time hold it per chunk
+	 * only after that; NO_TIMESTAMP runs are made in batches at once.)
+	 */
+	run_rec(300000, 1, 0, 0, 0, "dst6 fd00::2");
+	CHECK_EQ(rec.pkts, 300000);
 	rec_frames_ok();
+	CHECK_EQ(rec.distinct, rec.pkts);
 	CHECK_EQ(rec.ts_ahead, 0);
-	run_rec(50000, 1, 0, 0, 0, "pkt_size 300"); /* longer than a one-copy frame */
+	CHECK(rec.ts_changes >= 50);
+	run_rec(50000, 1, 0, 0, 0, "dst6 fd00::2;flag NO_TIMESTAMP");
+	CHECK_EQ(rec.pkts, 50000);
+	rec_frames_ok();
+	/* a one-copy frame with payload (its zeros come from the template) */
+	run_rec(50000, 1, 0, 0, 0, "pkt_size 62;flag NO_TIMESTAMP");
+	CHECK_EQ(rec.pkts, 50000);
+	rec_frames_ok();
+	CHECK_EQ(rec.len0, 62);
+	/* longer than a one-copy frame: header copied, zeros after it written */
+	run_rec(50000, 1, 0, 0, 0, "pkt_size 300;flag NO_TIMESTAMP");
 	CHECK_EQ(rec.pkts, 50000);
 	rec_frames_ok();
 	CHECK_EQ(rec.len0, 300);
+	/* busy tails sent first next time, and drops (a dropped packet keeps its number) */
+	run_rec(20000, 1, 0, 7, 0, "flag NO_TIMESTAMP");
+	CHECK_EQ(rec.pkts, 20000);
+	rec_frames_ok();
+	CHECK_EQ(rec.distinct, rec.pkts);
+	run_rec(20000, 1, 0, 0, 5, "flag NO_TIMESTAMP");
+	CHECK_EQ(rec.pkts, 20000);
+	rec_frames_ok(); /* (the device saw the dropped ones too: no gap) */
 	/*
 	 * 2 ms apart: each packet its own time. The engine keeps a schedule
 	 * (a late packet is followed sooner), so the span is what is sure:
