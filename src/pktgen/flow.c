@@ -452,17 +452,73 @@ static void tmpl_keep(struct pg_dev *d, const struct uskb_pktgen_pkt *p, const s
 }
 
 /*
+ * What a packet made from the template needs of it, read once: stores into
+ * a frame may alias the template (an unsigned char array), so a loop over
+ * packets keeps these in registers rather than reloading them per field.
+ */
+struct tmpl_geo {
+	const unsigned char *frame;
+	unsigned int len, hlen, nh, th;
+	uint32_t ipsum;
+	uint16_t protocol;
+	bool ip4;
+};
+
+static inline struct tmpl_geo tmpl_geo(const struct pg_tmpl *t, bool ip4)
+{
+	return (struct tmpl_geo){ t->frame, t->len, t->hlen, t->nh, t->th, t->ipsum, t->protocol, ip4 };
+}
+
+/*
+ * Fill @skb (fresh, room for 16 + len) with the template's frame: the
+ * frame copied (the pktgen header's magic with it), the IPv4 id @id and
+ * header checksum, the sequence number @seq and the time @tv (big-endian
+ * seconds and microseconds) patched.
+ */
+static inline __attribute__((always_inline)) void tmpl_fill(const struct tmpl_geo *g,
+							  struct uskb *skb, uint16_t id,
+							  uint32_t seq, const uint32_t tv[2])
+{
+	uint32_t seq_be = htonl(seq);
+	unsigned char *data, *pgh;
+
+	/* as uskb_pktgen_build: 16 bytes of headroom */
+	uskb_reserve(skb, 16);
+	data = uskb_put(skb, g->len);
+	if (g->len <= TMPL_SHORT && uskb_tailroom(skb) >= (int)(TMPL_SHORT - g->len)) {
+		/* a short frame: one fixed-size copy, zeros included (what passes len is tailroom) */
+		memcpy(data, g->frame, TMPL_SHORT);
+	} else {
+		memcpy(data, g->frame, g->hlen);
+		memset(data + g->hlen, 0, g->len - g->hlen);
+	}
+	skb->protocol = g->protocol;
+	uskb_reset_mac_header(skb);
+	uskb_set_network_header(skb, (int)g->nh);
+	uskb_set_transport_header(skb, (int)g->th);
+	if (g->ip4) {
+		/* the checksum from the kept sum: no read of the bytes just written */
+		uint16_t v = htons(id);
+		uskb_sum16 check = uskb_csum_fold(g->ipsum + v);
+
+		memcpy(data + g->nh + 4, &v, 2);
+		memcpy(data + g->nh + 10, &check, 2);
+	}
+	pgh = data + g->th + 8;
+	memcpy(pgh + offsetof(struct pg_hdr, seq), &seq_be, 4);
+	memcpy(pgh + offsetof(struct pg_hdr, tv_sec), tv, 8);
+}
+
+/*
  * The packet @p describes, from the template when only its per-packet
- * fields differ from the one kept: the frame copied, the IPv4 id and
- * header checksum, the sequence number and the time patched, in *out
- * (NULL when memory ran out). False when the template does not apply:
- * the caller builds.
+ * fields differ from the one kept (tmpl_fill), in *out (NULL when memory
+ * ran out). False when the template does not apply: the caller builds.
  */
 static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct uskb **out)
 {
 	struct pg_tmpl *t = d->tmpl;
-	struct pg_hdr h;
-	unsigned char *data;
+	struct tmpl_geo g;
+	uint32_t tv[2];
 	struct uskb *skb;
 
 	/* the key holds nfrags and udpcsum: only frames tmpl_keep took can match */
@@ -476,35 +532,13 @@ static bool tmpl_build(struct pg_dev *d, const struct uskb_pktgen_pkt *p, struct
 		t->misses = 0;
 		d->tmpl_same = d->fixed; /* nothing varies: it matches every packet of the run */
 	}
-	/* as uskb_pktgen_build: 16 bytes of headroom */
 	*out = skb = d->nspare ? d->spare[--d->nspare] : uskb_alloc(16 + t->len);
 	if (!skb)
 		return true;
-	uskb_reserve(skb, 16);
-	data = uskb_put(skb, t->len);
-	if (t->len <= TMPL_SHORT && uskb_tailroom(skb) >= (int)(TMPL_SHORT - t->len)) {
-		/* a short frame: one fixed-size copy, zeros included (what passes len is tailroom) */
-		memcpy(data, t->frame, TMPL_SHORT);
-	} else {
-		memcpy(data, t->frame, t->hlen);
-		memset(data + t->hlen, 0, t->len - t->hlen);
-	}
-	skb->protocol = t->protocol;
-	uskb_reset_mac_header(skb);
-	uskb_set_network_header(skb, t->nh);
-	uskb_set_transport_header(skb, t->th);
-	if (!p->ipv6) {
-		/* the checksum from the kept sum: no read of the bytes just written */
-		unsigned char *iph = data + t->nh;
-		uint16_t v = htons(p->ip_id);
-		uskb_sum16 check = uskb_csum_fold(t->ipsum + v);
-
-		memcpy(iph + 4, &v, 2);
-		memcpy(iph + 10, &check, 2);
-	}
-	h = (struct pg_hdr){ htonl(USKB_PKTGEN_MAGIC), htonl(p->seq_num), htonl(p->tv_sec),
-			     htonl(p->tv_usec) };
-	memcpy(data + t->th + 8, &h, sizeof(h));
+	g = tmpl_geo(t, !p->ipv6);
+	tv[0] = htonl(p->tv_sec);
+	tv[1] = htonl(p->tv_usec);
+	tmpl_fill(&g, skb, p->ip_id, p->seq_num, tv);
 	return true;
 }
 
@@ -599,16 +633,14 @@ per_packet:
 /*
  * @n packets into @v as __uskb_pg_build_next makes them once the template
  * makes every packet (tmpl_same) and the time is held for them (or off):
- * the batch's spare skbs filled in one loop. The state stays in locals:
- * every store into a frame may alias d, which would reload it per field.
+ * the batch's spare skbs filled in one loop, the device's state in locals
+ * (every store into a frame may alias d, which would reload it per field).
  */
 static void tmpl_run(struct pg_dev *d, struct uskb **v, unsigned int n)
 {
-	const struct pg_tmpl *t = d->tmpl;
-	const unsigned int len = t->len, hlen = t->hlen, nh = t->nh, th = t->th;
-	const bool ip4 = !d->pkt.ipv6, whole = len <= TMPL_SHORT;
-	const uint16_t proto = t->protocol, qmap = (uint16_t)d->cur_queue_map;
-	const uint32_t ipsum = t->ipsum, prio = d->p.skb_priority;
+	const struct tmpl_geo g = tmpl_geo(d->tmpl, !d->pkt.ipv6);
+	const uint16_t qmap = (uint16_t)d->cur_queue_map;
+	const uint32_t prio = d->p.skb_priority;
 	unsigned int ns = d->nspare;
 	uint32_t seq = d->build_seq, tv[2] = { 0, 0 };
 	uint16_t id = d->ip_id;
@@ -619,32 +651,10 @@ static void tmpl_run(struct pg_dev *d, struct uskb **v, unsigned int n)
 	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct uskb *skb = d->spare[--ns];
-		unsigned char *data, *pgh;
-		uint32_t seq_be = htonl(seq++);
 
-		uskb_reserve(skb, 16);
-		data = uskb_put(skb, len);
-		/* (the magic came with the frame: a kept frame holds the pktgen header) */
-		if (whole && uskb_tailroom(skb) >= (int)(TMPL_SHORT - len)) {
-			memcpy(data, t->frame, TMPL_SHORT);
-		} else {
-			memcpy(data, t->frame, hlen);
-			memset(data + hlen, 0, len - hlen);
-		}
-		skb->protocol = proto;
-		uskb_reset_mac_header(skb);
-		uskb_set_network_header(skb, (int)nh);
-		uskb_set_transport_header(skb, (int)th);
-		if (ip4) {
-			uint16_t v16 = htons(id++);
-			uskb_sum16 check = uskb_csum_fold(ipsum + v16);
-
-			memcpy(data + nh + 4, &v16, 2);
-			memcpy(data + nh + 10, &check, 2);
-		}
-		pgh = data + th + 8;
-		memcpy(pgh + offsetof(struct pg_hdr, seq), &seq_be, 4);
-		memcpy(pgh + offsetof(struct pg_hdr, tv_sec), tv, 8);
+		tmpl_fill(&g, skb, id, seq++, tv);
+		if (g.ip4)
+			id++;
 		skb->queue_mapping = qmap;
 		skb->priority = prio;
 		v[i] = skb;
