@@ -126,7 +126,13 @@ struct uskb_shared_info {
 	uint16_t network_header;                                               \
 	uint16_t mac_header;
 
-/** struct sk_buff. Fields before tail are zeroed at allocation. */
+/**
+ * struct sk_buff. Fields before tail are zeroed at allocation.
+ *
+ * The last of its three cache lines (from destructor on) holds everything
+ * a free reads, users included: a thread that frees another thread's skb
+ * reads no other line of it.
+ */
 struct uskb {
 	union {
 		struct {
@@ -139,17 +145,10 @@ struct uskb {
 	void *dev; /**< device (opaque) */
 	uint64_t tstamp;
 	char cb[48] __attribute__((aligned(8)));
-	void (*destructor)(struct uskb *skb);
 	unsigned int len;
 	unsigned int data_len;
 	uint16_t mac_len;
 	uint16_t hdr_len;
-	uint16_t queue_mapping;
-	uint8_t cloned : 1, nohdr : 1, fclone : 2, head_frag : 1, pfmemalloc : 1,
-		pp_recycle : 1,
-		__zcopy_hint : 1; /* allocator-private: may carry a zero-copy ubuf; 0: certainly not */
-	uint8_t __kbuf_class; /**< allocator-private: 1 + size class of a kbuf head; 0 otherwise */
-	int32_t alloc_cpu; /**< id of the thread cache the shell came from */
 	/* the headers group, copied as one block by __copy_skb_header */
 	union {
 		struct {
@@ -159,6 +158,14 @@ struct uskb {
 			__USKB_HEADERS
 		} headers;
 	};
+	/* the free path's line (64-byte aligned within the shell) */
+	void (*destructor)(struct uskb *skb);
+	int32_t alloc_cpu; /**< id of the thread cache the shell came from */
+	uint8_t cloned : 1, nohdr : 1, fclone : 2, head_frag : 1, pfmemalloc : 1,
+		pp_recycle : 1,
+		__zcopy_hint : 1; /* allocator-private: may carry a zero-copy ubuf; 0: certainly not */
+	uint8_t __kbuf_class; /**< allocator-private: 1 + size class of a kbuf head; 0 otherwise */
+	uint16_t queue_mapping;
 	/* fields below are set by the allocator */
 	uint32_t tail;
 	uint32_t end;

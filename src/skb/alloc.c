@@ -51,16 +51,32 @@ typedef uint64_t uskb_u64a __attribute__((may_alias, aligned(8)));
 #define OFF(f) offsetof(struct uskb, f)
 /* the words build_around() writes whole */
 _Static_assert(OFF(tail) == 144 && OFF(end) == 148 && OFF(head) == 152 && OFF(data) == 160 &&
-		       OFF(truesize) == 168 && OFF(users) == 172 && OFF(alloc_cpu) == 112,
+		       OFF(truesize) == 168 && OFF(users) == 172,
 	       "build_around's word layout");
-_Static_assert(OFF(transport_header) == 138 && OFF(network_header) == 140 &&
-		       OFF(mac_header) == 142 && OFF(tail) % 16 == 0,
+_Static_assert(OFF(transport_header) == 122 && OFF(network_header) == 124 &&
+		       OFF(mac_header) == 126,
 	       "build_around's header word");
+_Static_assert(OFF(destructor) == 128 && OFF(alloc_cpu) == 136 && OFF(__kbuf_class) == 141 &&
+		       OFF(queue_mapping) == 142,
+	       "build_around's free-path word: the flag byte is 140");
 _Static_assert(offsetof(struct uskb_shared_info, dataref) == 32 &&
 		       offsetof(struct uskb_shared_info, xdp_frags_size) == 36 &&
 		       offsetof(struct uskb_shared_info, destructor_arg) == 40,
 	       "init_shinfo's last 16 bytes");
 #undef OFF
+
+/* the flag byte (140) with only head_frag set: a constant once folded */
+static inline __attribute__((always_inline)) uint64_t head_frag_byte(void)
+{
+	union {
+		struct uskb s;
+		uint8_t b[sizeof(struct uskb)];
+	} u;
+
+	memset(&u, 0, sizeof(u));
+	u.s.head_frag = 1;
+	return u.b[140];
+}
 
 /*
  * The shared info's first line: the prefix zeroed, dataref 1, no
@@ -76,34 +92,31 @@ static inline __attribute__((always_inline)) void init_shinfo(struct uskb_shared
 
 /*
  * __build_skb_around(): set up a zeroed shell around head @data. The
- * prefix is written in 16-byte stores, the last one already holding the
- * unset mac and transport headers; the allocator's words after it in 8-byte
- * stores.
+ * prefix is written in 16-byte stores, the one at 112 already holding the
+ * unset mac and transport headers, the one at 128 the free path's
+ * destructor, owner, flag byte and class; the allocator's words after it
+ * in 8-byte stores.
  */
 static inline __attribute__((always_inline)) void
 build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
 	     bool head_frag, unsigned int __kbuf_class)
 {
-	/* bytes 136..143: transport (138) and mac (142) headers USKB_HEADER_UNSET */
+	/* bytes 112..127: transport (122) and mac (126) headers USKB_HEADER_UNSET */
 	const uskb_v16 hdrs = { 0, (uint64_t)USKB_HEADER_UNSET << 16 |
 					   (uint64_t)USKB_HEADER_UNSET << 48 };
+	/* bytes 128..143: no destructor; alloc_cpu, flags, class, queue_mapping 0 */
+	const uskb_v16 freeword = { 0, (uint64_t)(uint32_t)owner |
+					       (head_frag ? head_frag_byte() << 32 : 0) |
+					       (uint64_t)(uint8_t)__kbuf_class << 40 };
 	uskb_u64a *w = (uskb_u64a *)skb;
 
-	zero_prefix(skb, offsetof(struct uskb, tail) - 16);
-	((uskb_v16 *)skb)[8] = hdrs;
+	zero_prefix(skb, 112);
+	((uskb_v16 *)skb)[7] = hdrs;
+	((uskb_v16 *)skb)[8] = freeword;
 	w[144 / 8] = (uint64_t)size << 32; /* tail 0, end */
 	w[152 / 8] = (uint64_t)(uintptr_t)data; /* head */
 	w[160 / 8] = (uint64_t)(uintptr_t)data; /* data */
 	w[168 / 8] = (uint64_t)USKB_TRUESIZE(size) | (uint64_t)1 << 32; /* truesize, users 1 */
-	/*
-	 * The flag byte was just zeroed by 16-byte stores: a bitfield
-	 * read-modify-write now would stall on store forwarding, so only
-	 * set the bit when there is one to set.
-	 */
-	if (head_frag)
-		skb->head_frag = 1;
-	skb->__kbuf_class = (uint8_t)__kbuf_class;
-	skb->alloc_cpu = owner;
 	init_shinfo(uskb_shinfo(skb));
 }
 
