@@ -2,11 +2,14 @@
 /*
  * Per-thread caches and deferred free: hits and misses, the cache switched
  * off, frees from other threads deferred to the owner (cap, eventfd kick,
- * drain), fclones freed directly, bulk alloc/free gathering per owner, and
- * producer/consumer traffic with threads exiting in the middle.
+ * drain), fclones freed directly, bulk alloc/free gathering per owner, the
+ * carriers a long bulk free goes in, the drain ahead an allocating owner
+ * runs, pushers racing for the cap, and producer/consumer traffic with
+ * threads exiting in the middle.
  */
 #include <poll.h>
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 #include "t.h"
 
@@ -36,6 +39,21 @@ static void test_opts(void)
 	bad = o;
 	bad.sz = 2;
 	CHECK_EQ(uskb_cache_set_opts(&bad), -EINVAL);
+	/* the defer list counts in 16 bits */
+	bad = o;
+	bad.defer_max = 65536;
+	CHECK_EQ(uskb_cache_set_opts(&bad), -EINVAL);
+	bad.defer_max = 65535;
+	CHECK_EQ(uskb_cache_set_opts(&bad), 0);
+	CHECK_EQ(uskb_cache_set_opts(&o), 0);
+}
+
+static void set_defer_max(unsigned int max)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) };
+
+	uskb_cache_get_opts(&o);
+	o.defer_max = max;
 	CHECK_EQ(uskb_cache_set_opts(&o), 0);
 }
 
@@ -270,6 +288,186 @@ static void test_bulk(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/* ---- carriers: a long bulk free, pushed in pieces ---- */
+
+#define N_LONG 301
+
+static struct uskb *longv[N_LONG];
+static unsigned int long_drained;
+
+/* every word a carrier wrote over is as a new skb's must be */
+static void check_fresh(struct uskb *skb)
+{
+	static const char zero[sizeof(skb->cb)];
+
+	CHECK(skb->next == NULL && skb->prev == NULL && skb->sk == NULL && skb->dev == NULL);
+	CHECK(skb->tstamp == 0 && !memcmp(skb->cb, zero, sizeof(zero)));
+	CHECK(skb->len == 0 && skb->data_len == 0 && skb->hash == 0 && skb->mark == 0);
+	CHECK(skb->mac_header == USKB_HEADER_UNSET && skb->transport_header == USKB_HEADER_UNSET);
+	CHECK(skb->destructor == NULL && !skb->cloned && skb->fclone == 0 && !skb->head_frag);
+	CHECK(atomic_load(&skb->users) == 1 && skb->data == skb->head && skb->tail == 0);
+	CHECK(uskb_shinfo(skb)->nr_frags == 0 && uskb_shinfo(skb)->frag_list == NULL);
+	CHECK(atomic_load(&uskb_shinfo(skb)->dataref) == 1);
+}
+
+static void *long_owner(void *arg)
+{
+	int i;
+
+	(void)arg;
+	if (uskb_alloc_bulk(longv, N_LONG, 100))
+		abort();
+	for (i = 0; i < N_LONG; i++) /* dirty what the carriers write over */
+		memset(longv[i]->cb, 0x5a, sizeof(longv[i]->cb));
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* freed: three pushes on our list */
+	long_drained = uskb_cache_drain();
+	/* the shells come back from the drain: as new */
+	if (uskb_alloc_bulk(longv, N_LONG, 100))
+		abort();
+	for (i = 0; i < N_LONG; i++)
+		check_fresh(longv[i]);
+	uskb_free_bulk(longv, N_LONG);
+	return NULL;
+}
+
+static void test_carriers(void)
+{
+	struct uskb_stats a, b;
+	pthread_t th;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, long_owner, NULL);
+	pthread_barrier_wait(&bar);
+	a = stats();
+	/* 150 (many carriers), one alone, 150 more on top of them */
+	uskb_free_bulk(longv, 150);
+	uskb_free(longv[150]);
+	uskb_free_bulk(longv + 151, 150);
+	b = stats();
+	CHECK_EQ(b.deferred - a.deferred, N_LONG);
+	CHECK_EQ(b.direct_frees, a.direct_frees);
+	CHECK_EQ(b.defer_pending, N_LONG);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	CHECK_EQ(long_drained, N_LONG);
+	b = stats();
+	CHECK_EQ(b.drained - a.drained, N_LONG);
+	CHECK_EQ(b.defer_pending, 0);
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
+/* ---- the drain ahead: half now, the rest (its lines fetched) at the next miss ---- */
+
+#define N_AHEAD 200
+
+static struct uskb *aheadv[N_AHEAD];
+static long ahead_step[3], ahead_pending[3];
+
+/* allocate (keeping them in @keep) until the owner's drain frees more; how many it freed */
+static long alloc_until_drain(struct uskb **keep, int room, int *nkeep)
+{
+	long before = (long)stats().drained, now = before;
+
+	while (now == before && *nkeep < room) {
+		keep[(*nkeep)++] = uskb_alloc(100);
+		now = (long)stats().drained;
+	}
+	return now - before;
+}
+
+static void *ahead_owner(void *arg)
+{
+	static struct uskb *keep[4096];
+	int nkeep = 0, i;
+
+	(void)arg;
+	if (uskb_alloc_bulk(aheadv, N_AHEAD, 100))
+		abort();
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* all N_AHEAD on our list */
+	ahead_step[0] = alloc_until_drain(keep, 4096, &nkeep);
+	ahead_pending[0] = stats().defer_pending;
+	ahead_step[1] = alloc_until_drain(keep, 4096, &nkeep);
+	ahead_pending[1] = stats().defer_pending;
+	for (i = 0; i < nkeep; i++)
+		uskb_free(keep[i]);
+	return NULL;
+}
+
+static void test_drain_ahead(void)
+{
+	pthread_t th;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, ahead_owner, NULL);
+	pthread_barrier_wait(&bar);
+	uskb_free_bulk(aheadv, N_AHEAD);
+	CHECK_EQ(stats().defer_pending, N_AHEAD);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	/* the first miss: half freed, the other half held, still pending */
+	CHECK_EQ(ahead_step[0], N_AHEAD / 2);
+	CHECK_EQ(ahead_pending[0], N_AHEAD / 2);
+	/* the next: the held half */
+	CHECK_EQ(ahead_step[1], N_AHEAD / 2);
+	CHECK_EQ(ahead_pending[1], 0);
+	CHECK_EQ(stats().defer_pending, 0);
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
+/* ---- pushers racing for a small cap: each skb deferred or freed, once ---- */
+
+#define N_RACE 6000
+#define RACE_MAX 48
+
+static struct uskb *racev[N_RACE];
+
+static void *race_freer(void *arg)
+{
+	struct uskb **v = arg;
+	int i;
+
+	pthread_barrier_wait(&bar);
+	for (i = 0; i < N_RACE / 2; i += 12)
+		uskb_free_bulk(v + i, 12);
+	uskb_thread_flush();
+	return NULL;
+}
+
+static void test_cap_race(void)
+{
+	struct uskb_stats a, b;
+	pthread_t t1, t2;
+	int i;
+
+	set_defer_max(RACE_MAX);
+	for (i = 0; i < N_RACE; i++)
+		racev[i] = uskb_alloc(100);
+	a = stats();
+	pthread_barrier_init(&bar, NULL, 3);
+	pthread_create(&t1, NULL, race_freer, racev);
+	pthread_create(&t2, NULL, race_freer, racev + N_RACE / 2);
+	pthread_barrier_wait(&bar);
+	/* the owner drains while they push */
+	for (i = 0; i < 2000; i++)
+		uskb_cache_drain();
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	uskb_cache_drain();
+	b = stats();
+	CHECK_EQ((b.deferred - a.deferred) + (b.direct_frees - a.direct_frees), N_RACE);
+	CHECK_EQ(b.drained - a.drained, b.deferred - a.deferred);
+	CHECK_EQ(b.defer_pending, 0);
+	CHECK(b.direct_frees > a.direct_frees); /* the cap was reached */
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
 /* ---- producers and consumers, threads exiting in the middle ---- */
 
 #define RING 1024
@@ -466,6 +664,9 @@ int main(void)
 	test_drain_on_miss();
 	test_direct();
 	test_bulk();
+	test_carriers();
+	test_drain_ahead();
+	test_cap_race();
 	test_producer_consumer();
 	return t_end("cache");
 }

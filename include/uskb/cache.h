@@ -15,8 +15,9 @@
  * - on the owning thread, the shell and head go straight back to its cache;
  * - on another thread, the skb is pushed onto the owner's lock-free defer
  *   list (fewer than defer_max pending), and the owner frees it into its own
- *   cache the next time its shell cache runs empty (or on
- *   uskb_cache_drain()); past the cap, or for fclones and zero-copy skbs,
+ *   cache when its shell cache runs empty (a step ahead: what it takes at
+ *   one such miss, it frees at the next, its memory fetched meanwhile) or
+ *   on uskb_cache_drain(); past the cap, or for fclones and zero-copy skbs,
  *   the freeing thread frees it itself ("direct").
  * A thread that exits returns its cached objects to the global pools; skbs
  * it allocated may still be freed later by anyone.
@@ -49,7 +50,7 @@ struct uskb_cache_opts {
 	/** net.core.skb_defer_max (64 until Nov 2025, then 128): as in the
 	 * kernel, a free that would bring a thread's pending count to this
 	 * value is done directly instead, so at most defer_max - 1 wait; 0 and
-	 * 1 disable deferral. Default 128. */
+	 * 1 disable deferral. Default 128, at most 65535. */
 	unsigned int defer_max;
 };
 
@@ -71,9 +72,10 @@ USKB_API int uskb_cache_set_opts(const struct uskb_cache_opts *opts);
 USKB_API int uskb_cache_eventfd(void);
 
 /**
- * Free every skb other threads deferred to the calling thread, and reset
- * its eventfd. Allocation does this by itself whenever the thread's shell
- * cache runs empty. Returns how many were freed.
+ * Free every skb other threads deferred to the calling thread (those its
+ * allocations took ahead included), and reset its eventfd. Allocation
+ * drains by itself whenever the thread's shell cache runs empty. Returns
+ * how many were freed.
  */
 USKB_API unsigned int uskb_cache_drain(void);
 

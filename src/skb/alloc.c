@@ -226,9 +226,8 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	 * other threads deferred to us first (it refills the pairs without a
 	 * lock). Only here, so the fast path never reads the list's cache line.
 	 */
-	if (uskb_unlikely(!r->n && !t->nshell) &&
-	    atomic_load_explicit(&t->defer_head, memory_order_relaxed))
-		__uskb_defer_drain(t, t);
+	if (uskb_unlikely(!r->n && !t->nshell) && (t->taken || t->nstash || uskb_defer_waiting(t)))
+		__uskb_defer_drain_ahead(t);
 	/* likely: a pair freed on this thread, shell and head together */
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];

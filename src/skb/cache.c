@@ -223,7 +223,7 @@ void __uskb_tls_counters(int64_t *sum, int64_t *threads, int64_t *pending)
 
 		for (j = 0; j < USKB_TC_NR; j++)
 			sum[j] += uskb_count_read(&o->c[j]);
-		*pending += atomic_load_explicit(&o->defer_count, memory_order_relaxed);
+		*pending += uskb_defer_pending(o);
 	}
 	*threads = reg.live;
 	pthread_mutex_unlock(&reg.lock);
@@ -267,7 +267,7 @@ int uskb_cache_set_opts(const struct uskb_cache_opts *opts)
 	if (o.cache_size > USKB_CACHE_MAX ||
 	    (o.cache_size && (!o.bulk || o.bulk > o.cache_size || !o.flush ||
 			      o.flush > o.cache_size)) ||
-	    o.defer_max > (1u << 20))
+	    o.defer_max > USKB_DEFER_MAX_CAP)
 		return -EINVAL;
 	atomic_store(&__uskb_cfg.cache_size, o.cache_size);
 	atomic_store(&__uskb_cfg.bulk, o.bulk ? o.bulk : 1);
@@ -316,8 +316,8 @@ struct uskb *__uskb_shell_refill(struct uskb_tls *t)
 	unsigned int n = uskb_cfg(&__uskb_cfg.bulk);
 
 	/* relaxed: a hint; the drain's exchange acquires */
-	if (atomic_load_explicit(&t->defer_head, memory_order_relaxed) &&
-	    __uskb_defer_drain(t, t) && t->nshell)
+	if ((t->taken || t->nstash || uskb_defer_waiting(t)) && __uskb_defer_drain_ahead(t) &&
+	    t->nshell)
 		return t->shells[--t->nshell];
 
 	if (n > USKB_CACHE_MAX)

@@ -11,68 +11,100 @@
 
 #include "skb/release.h"
 
-/*
- * On a defer list an skb's prev (dead, as on any single list) points
- * DEFER_AHEAD skbs further down its chain: the owner's drain, a walk down
- * lines another thread last wrote, prefetches that far ahead instead of
- * waiting for each link in turn.
- */
-#define DEFER_AHEAD 8
-#define DEFER_LINKS (offsetof(struct uskb, prev) + sizeof(((struct uskb *)0)->prev))
-_Static_assert(offsetof(struct uskb, ll_next) == 0 && offsetof(struct uskb, prev) == 8,
-	       "the defer list's two words lead the shell");
-
-/*
- * A deferred skb is dead to its last user: poison all but the links, which
- * the pusher and the owner still use.
- */
-static inline void defer_poison(struct uskb *skb)
+static inline struct uskb *list_first(uintptr_t w)
 {
-	uskb_mem_cached((char *)skb + DEFER_LINKS, sizeof(*skb) - DEFER_LINKS);
+	return (struct uskb *)(w & (((uintptr_t)1 << USKB_DEFER_SHIFT) - 1));
+}
+
+static inline unsigned long list_count(uintptr_t w)
+{
+	return (unsigned long)(w >> USKB_DEFER_SHIFT);
 }
 
 /*
- * Push a chain (linked through ll_next, NULL-terminated) onto its owner's
- * defer list: counted against defer_max first, as the kernel does, kicking
- * the owner when the count crosses half. False (nothing changed) when the
- * owner is gone or the list is full: the caller frees the skbs itself.
+ * A deferred skb is dead to its last user: poison it all but a carrier's
+ * words in use, which the owner reads. A second free of it must still
+ * see users == 0.
+ */
+static inline void defer_mark(struct uskb *skb, size_t keep)
+{
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	uskb_mem_cached((char *)skb + keep, sizeof(*skb) - keep);
+}
+
+/* a carrier's words in use: the header and its pointers */
+static inline size_t carrier_bytes(const struct uskb_carrier *c)
+{
+	return offsetof(struct uskb_carrier, skb) + c->n * sizeof(c->skb[0]);
+}
+
+/* Undo defer_mark() on a batch that could not be pushed after all. */
+static void defer_unmark(struct uskb_defer_batch *b)
+{
+	struct uskb *c;
+	unsigned long i;
+
+	for (c = b->first; c; c = uskb_carrier(c)->next) {
+		uskb_mem_defined(c, sizeof(*c));
+		for (i = 0; i < uskb_carrier(c)->n; i++)
+			uskb_mem_defined(uskb_carrier(c)->skb[i], sizeof(struct uskb));
+	}
+}
+
+/*
+ * Push a chain of carriers (linked through ll_next, NULL-terminated) onto
+ * its owner's defer list in one compare-and-swap of the list's word, which
+ * also counts it against defer_max, as the kernel does; kick the owner
+ * when the count crosses half. False when the owner is gone or the list
+ * full: the caller frees the skbs itself.
  */
 static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
 {
-	unsigned int max = uskb_cfg(&__uskb_cfg.defer_max);
-	struct uskb *head, *skb, *back[DEFER_AHEAD];
-	unsigned int i;
-	long before;
+	unsigned long max = uskb_cfg(&__uskb_cfg.defer_max), cnt, i;
+	struct uskb_carrier *first = uskb_carrier(b->first);
+	uintptr_t old;
+	struct uskb *c;
 
 	/* acquire: pairs with the release that made the slot alive */
 	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
 		return false;
-	/* relaxed: the count only bounds the list; the push publishes the skbs */
-	before = atomic_fetch_add_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
-	if (before + b->n >= (long)max) {
-		/* full: take the count back, so it keeps meaning "skbs on the list" */
-		atomic_fetch_sub_explicit(&b->o->defer_count, b->n, memory_order_relaxed);
+	/* unlikely: a shell above 48 bits (never, on a 48-bit address space) */
+	if (uskb_unlikely(list_first((uintptr_t)b->first) != b->first))
 		return false;
+	for (c = b->first; c; c = uskb_carrier(c)->next) {
+		struct uskb_carrier *cc = uskb_carrier(c);
+
+		for (i = 0; i < cc->n; i++)
+			defer_mark(cc->skb[i], 0);
+		if (c != b->first) {
+			if (first->nahead < USKB_CARRY_AHEAD - 1)
+				first->ahead[first->nahead++] = c;
+			defer_mark(c, carrier_bytes(cc));
+		}
 	}
-	for (skb = b->first, i = 0; skb; skb = skb->ll_next, i++) {
-		/* a second free of a deferred skb must still see users == 0 */
-		atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
-		defer_poison(skb);
-		skb->prev = NULL;
-		if (i >= DEFER_AHEAD)
-			back[i % DEFER_AHEAD]->prev = skb;
-		back[i % DEFER_AHEAD] = skb;
-	}
-	head = atomic_load_explicit(&b->o->defer_head, memory_order_relaxed);
+	/* the last hint: the list's first carrier as it was, set with the link */
+	first->nahead++;
+	defer_mark(b->first, carrier_bytes(first));
+	old = atomic_load_explicit(&b->o->defer_list, memory_order_relaxed);
 	do {
-		b->last->ll_next = head;
+		cnt = list_count(old);
+		/* full: the caller frees the skbs, alive again */
+		if (uskb_unlikely(cnt + (unsigned long)b->n >= max)) {
+			/* a lost race may have linked the chain to the list */
+			uskb_carrier(b->last)->next = NULL;
+			defer_unmark(b);
+			return false;
+		}
+		uskb_carrier(b->last)->next = list_first(old);
+		first->ahead[first->nahead - 1] = list_first(old);
 		/* release: the owner's exchange must see every skb of the chain */
-	} while (!atomic_compare_exchange_weak_explicit(&b->o->defer_head, &head, b->first,
-							memory_order_release,
-							memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->o->defer_list, &old,
+		(uintptr_t)b->first | (uintptr_t)(cnt + (unsigned long)b->n) << USKB_DEFER_SHIFT,
+		memory_order_release, memory_order_relaxed));
 	uskb_count_add(&t->c[USKB_TC_DEFERRED], b->n);
 	/* unlikely: one kick per fill of half the cap */
-	if (uskb_unlikely(before < (long)(max >> 1) && before + b->n >= (long)(max >> 1)))
+	if (uskb_unlikely(cnt < (max >> 1) && cnt + (unsigned long)b->n >= (max >> 1)))
 		__uskb_defer_kick(b->o);
 	return true;
 }
@@ -84,56 +116,182 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
  */
 bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 {
-	struct uskb_defer_batch b = { uskb_defer_owner(skb), skb, skb, 1 };
+	struct uskb_defer_batch b = { .o = uskb_defer_owner(skb) };
 
-	skb->ll_next = NULL;
-	if (b.o && push_chain(t, &b))
-		return true;
+	if (b.o) {
+		uskb_defer_batch_add(&b, skb);
+		if (push_chain(t, &b))
+			return true;
+	}
 	uskb_count_add(&t->c[USKB_TC_DIRECT], 1);
 	return false;
 }
 
+/*
+ * Walk carriers from *@c while their skbs fit in @run's @room (carriers
+ * after the skbs they carry); *@c moves past them. With @pre, fetch ahead
+ * what the release will read: the carriers each names ahead, and, for
+ * writing, the last line of every skb (written last by another thread).
+ * How many went in.
+ */
+static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre)
+{
+	unsigned int m = 0, j;
+
+	while (*c) {
+		struct uskb_carrier *cc = uskb_carrier(*c);
+
+		/* defined, not just usable: the release reads what the skb holds */
+		uskb_mem_defined(*c, sizeof(**c));
+		if (m + cc->n + 1 > room)
+			break;
+		if (pre) {
+			/* the carrier's second line: its pointers go on there */
+			__builtin_prefetch((char *)*c + 64);
+			for (j = 0; j < cc->nahead; j++)
+				if (cc->ahead[j]) {
+					__builtin_prefetch(cc->ahead[j]);
+					__builtin_prefetch((char *)cc->ahead[j] + 64);
+				}
+		}
+		for (j = 0; j < cc->n; j++) {
+			uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
+			if (pre)
+				__builtin_prefetch(&cc->skb[j]->destructor, 1);
+			run[m++] = cc->skb[j];
+		}
+		run[m++] = *c;
+		*c = cc->next;
+	}
+	return m;
+}
+
+/*
+ * Free a walked run on this thread (uncounted). With @pre, fetch every
+ * skb's shared info first: the walk fetched the lines that locate them.
+ */
+static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre)
+{
+	unsigned int i;
+
+	if (pre)
+		for (i = 0; i < m; i++)
+			__builtin_prefetch(run[i]->head + run[i]->end, 1);
+	for (i = 0; i < m; i++)
+		free_local(t, run[i]);
+}
+
+/* count skbs @t took off a defer list: @t alone writes the count, so no atomic add */
+static inline void taken_add(struct uskb_tls *t, long d)
+{
+	atomic_store_explicit(&t->defer_taken,
+			      atomic_load_explicit(&t->defer_taken, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+/* @t's stash freed, if it holds any: how many */
+static unsigned int release_stash(struct uskb_tls *t)
+{
+	unsigned int m = t->nstash;
+
+	if (m) {
+		t->nstash = 0;
+		release_run(t, t->stash, m, true);
+		taken_add(t, -(long)m);
+		uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+	}
+	return m;
+}
+
+/* take @o's defer list, its count moved to @t's taken count */
+static struct uskb *take_list(struct uskb_tls *t, struct uskb_tls *o)
+{
+	uintptr_t w;
+
+	if (!uskb_defer_waiting(o))
+		return NULL;
+	/* acquire: pairs with the pushers' release */
+	w = atomic_exchange_explicit(&o->defer_list, 0, memory_order_acquire);
+	taken_add(t, (long)list_count(w));
+	return list_first(w);
+}
+
 unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 {
-	struct uskb *skb, *next;
-	unsigned int n = 0;
+	struct uskb *c;
+	unsigned int n = 0, m;
 
-	if (!atomic_load_explicit(&o->defer_head, memory_order_relaxed))
-		return 0;
-	/* acquire: pairs with the pushers' release */
-	skb = atomic_exchange_explicit(&o->defer_head, NULL, memory_order_acquire);
-	for (; skb; skb = next, n++) {
-		struct uskb *ahead = skb->prev;
-
-		next = skb->ll_next;
-		/* the shell's three lines, DEFER_AHEAD skbs on */
-		if (ahead) {
-			__builtin_prefetch(ahead, 1);
-			__builtin_prefetch((char *)ahead + 64, 1);
-			__builtin_prefetch((char *)ahead + 128, 1);
-		}
-		/* defined, not just usable: free_local reads what the skb still holds */
-		uskb_mem_defined((char *)skb + DEFER_LINKS, sizeof(*skb) - DEFER_LINKS);
-		free_local(t, skb);
+	/* the drain ahead's skbs first: the stash is the walk's run */
+	n = release_stash(t);
+	if (o == t) {
+		c = t->taken;
+		t->taken = NULL;
+		if (!c)
+			c = take_list(t, t);
+	} else {
+		c = take_list(t, o);
 	}
-	/*
-	 * Count down what we took (the kernel zeroes the count): pushers count
-	 * before they push, so the count never drops below the list's length.
-	 */
-	atomic_fetch_sub_explicit(&o->defer_count, n, memory_order_relaxed);
-	uskb_count_add(&t->c[USKB_TC_DRAINED], n);
+	while (c) {
+		m = walk(&c, t->stash, USKB_DEFER_STASH, true);
+		release_run(t, t->stash, m, true);
+		taken_add(t, -(long)m);
+		uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+		n += m;
+		if (!c && o == t)
+			c = take_list(t, t);
+	}
 	return n;
+}
+
+/*
+ * The drain ahead, one step per call, a caches' run apart: free the stash
+ * (its lines fetched a call ago); walk the list taken a call ago into the
+ * stash, fetching its lines; take the list and fetch its first carrier.
+ * The misses on lines other threads wrote then overlap the allocations
+ * between drains instead of stalling them.
+ *
+ * When the stash was empty (the first call, or after a gap), the caller
+ * still needs skbs now: the list is walked at once and half of it freed;
+ * the other half, its lines on their way, stays in the stash for the next
+ * call, which gets the steps going.
+ */
+unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
+{
+	unsigned int n = release_stash(t), k;
+
+	if (t->taken)
+		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
+	if (!t->taken && (t->taken = take_list(t, t))) {
+		__builtin_prefetch(t->taken);
+		__builtin_prefetch((char *)t->taken + 64);
+	}
+	if (n)
+		return n;
+	if (!t->nstash && t->taken)
+		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
+	if (!t->nstash)
+		return 0;
+	/* the first half now, the rest kept at the stash's start */
+	k = (t->nstash + 1) / 2;
+	release_run(t, t->stash, k, true);
+	t->nstash -= k;
+	memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
+	taken_add(t, -(long)k);
+	uskb_count_add(&t->c[USKB_TC_DRAINED], k);
+	return k;
 }
 
 void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)
 {
-	struct uskb *skb, *next;
+	struct uskb *run[USKB_CARRY_MAX + 1], *c = b->first;
+	unsigned int m;
 
 	if (push_chain(t, b))
 		return;
-	for (skb = b->first; skb; skb = next) {
-		next = skb->ll_next;
-		free_local(t, skb);
+	/* one carrier at a time: skbs freed here are no owner's drain */
+	while (c) {
+		m = walk(&c, run, USKB_CARRY_MAX + 1, false);
+		release_run(t, run, m, false);
 	}
 	uskb_count_add(&t->c[USKB_TC_DIRECT], b->n);
 }

@@ -70,6 +70,15 @@ struct uskb_kbuf_cache {
  */
 #define USKB_READY_SIZE 64
 
+/* skbs a drain walks in one go, and the most the drain ahead holds */
+#define USKB_DEFER_STASH 256
+/*
+ * The defer list's count lives in the top bits of its word: user-space
+ * addresses (the shells' included) fit in 48 bits on x86-64 and arm64.
+ */
+#define USKB_DEFER_SHIFT 48
+#define USKB_DEFER_MAX_CAP 65535u /* the most defer_max can be */
+
 struct uskb_ready {
 	unsigned int n;
 	struct uskb *skb[USKB_READY_SIZE];
@@ -92,16 +101,29 @@ static inline unsigned char *uskb_ready_take(struct uskb *skb)
  * adopts it, so a late push from another thread never hits freed memory.
  */
 struct uskb_tls {
-	/* written by other threads: the defer list (its own cache line) */
-	_Alignas(64) _Atomic(struct uskb *) defer_head;
-	atomic_long defer_count;
+	/*
+	 * written by other threads: the defer list (its own cache line), one
+	 * word: its first carrier, and above USKB_DEFER_SHIFT how many skbs it
+	 * holds. A push is one compare-and-swap, the owner's take one exchange.
+	 */
+	_Alignas(64) _Atomic(uintptr_t) defer_list;
 	atomic_int efd;			/* eventfd to kick at defer_max / 2, or -1 */
 	atomic_bool alive;
+	/* skbs the owner took off the list and has not yet freed (owner-written; read by stats) */
+	atomic_long defer_taken;
 	/* owner only */
 	_Alignas(64) int id;
 	unsigned int nshell;
 	bool wide;			/* the CPU has 32-byte stores (AVX2) */
 	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
+	/*
+	 * The drain ahead (uskb_alloc's): a list taken off defer_list, its
+	 * first carrier on its way; and the skbs of the last one walked, their
+	 * lines on their way, to be freed at the next drain.
+	 */
+	struct uskb *taken;
+	unsigned int nstash;
+	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
 	struct uskb_page_frag_cache frag;
 	int64_t c[USKB_TC_NR];
@@ -274,19 +296,93 @@ static inline struct uskb_tls *uskb_defer_owner(const struct uskb *skb)
 	return __uskb_owner_tab[skb->alloc_cpu];
 }
 
-/* A chain of deferred skbs (through ll_next) for one owner, pushed with one exchange. */
+/*
+ * A deferred skb that carries others: bytes 0..127 of its shell (the
+ * first two lines, which its release never reads) hold the next carrier
+ * on the list, how many skbs it carries and their pointers. The other
+ * skbs of a batch are then never written by the thread that frees them:
+ * only their last line (users) crosses back to the owner.
+ *
+ * A batch's first carrier also names the carriers after it, so that the
+ * owner can fetch them all at once instead of one link at a time: the
+ * rest of its batch (up to USKB_CARRY_AHEAD - 1) and the list's head
+ * before the push (the next batch's first carrier). Only hints: the
+ * list itself runs through next.
+ */
+#define USKB_CARRY_AHEAD 4
+#define USKB_CARRY_MAX 10
+struct __attribute__((may_alias)) uskb_carrier {
+	struct uskb *next; /* overlays ll_next */
+	uint32_t n;	   /* skbs carried */
+	uint32_t nahead;   /* entries in ahead[] */
+	struct uskb *ahead[USKB_CARRY_AHEAD];
+	struct uskb *skb[USKB_CARRY_MAX];
+};
+_Static_assert(sizeof(struct uskb_carrier) <= offsetof(struct uskb, destructor),
+	       "a carrier's words stay clear of the free path's line");
+
+static inline struct uskb_carrier *uskb_carrier(struct uskb *skb)
+{
+	return (struct uskb_carrier *)skb;
+}
+
+/* A chain of carriers (through ll_next) for one owner, pushed with one exchange. */
 struct uskb_defer_batch {
 	struct uskb_tls *o;
-	struct uskb *first, *last;
-	long n;
+	struct uskb *first, *last; /* carriers */
+	long n;			   /* skbs, carriers included */
+	unsigned int last_n;	   /* skbs the last carrier holds, kept here: its line is only written */
 };
+
+/* Add @skb to @b: into the last carrier while it has room, else as a new carrier. */
+static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb *skb)
+{
+	struct uskb_carrier *c = b->last ? uskb_carrier(b->last) : NULL;
+
+	/*
+	 * The carrier's line belongs to the skb's owner until written: only
+	 * stores here, which do not wait for it, and no read of it.
+	 */
+	b->n++;
+	if (c && b->last_n < USKB_CARRY_MAX) {
+		c->skb[b->last_n++] = skb;
+		c->n = b->last_n;
+		return;
+	}
+	uskb_carrier(skb)->next = NULL;
+	uskb_carrier(skb)->n = 0;
+	uskb_carrier(skb)->nahead = 0;
+	b->last_n = 0;
+	if (c)
+		c->next = skb;
+	else
+		b->first = skb;
+	b->last = skb;
+}
 
 /* push @skb (last user gone, owner another thread) to its owner; false: free it here */
 USKB_HIDDEN bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb);
 /* push a gathered chain, or free it here when the owner cannot take it */
 USKB_HIDDEN void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b);
-/* free what other threads deferred to @o, into @t's caches; how many */
+/* free what other threads deferred to @o, into @t's caches, all of it now; how many */
 USKB_HIDDEN unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o);
+/*
+ * @t's caches ran empty: free what was deferred to it, fetching the lines
+ * of later skbs ahead for the next call; how many it freed (0: nothing).
+ */
+USKB_HIDDEN unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t);
+/* skbs deferred to @o and not yet freed (a snapshot, for stats) */
+static inline long uskb_defer_pending(struct uskb_tls *o)
+{
+	return (long)(atomic_load_explicit(&o->defer_list, memory_order_relaxed) >>
+		      USKB_DEFER_SHIFT) +
+	       atomic_load_explicit(&o->defer_taken, memory_order_relaxed);
+}
+/* a defer list to take: relaxed, a hint (the take's exchange acquires) */
+static inline bool uskb_defer_waiting(struct uskb_tls *o)
+{
+	return atomic_load_explicit(&o->defer_list, memory_order_relaxed) != 0;
+}
 /* wake a sleeping owner: its defer list reached half the cap */
 USKB_HIDDEN void __uskb_defer_kick(struct uskb_tls *o);
 
