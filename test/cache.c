@@ -9,6 +9,7 @@
  */
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 #include "t.h"
@@ -426,6 +427,7 @@ static void test_drain_ahead(void)
 #define RACE_MAX 48
 
 static struct uskb *racev[N_RACE];
+static atomic_int race_left;
 
 static void *race_freer(void *arg)
 {
@@ -436,6 +438,7 @@ static void *race_freer(void *arg)
 	for (i = 0; i < N_RACE / 2; i += 12)
 		uskb_free_bulk(v + i, 12);
 	uskb_thread_flush();
+	atomic_fetch_sub(&race_left, 1);
 	return NULL;
 }
 
@@ -449,13 +452,19 @@ static void test_cap_race(void)
 	for (i = 0; i < N_RACE; i++)
 		racev[i] = uskb_alloc(100);
 	a = stats();
+	atomic_store(&race_left, 2);
 	pthread_barrier_init(&bar, NULL, 3);
 	pthread_create(&t1, NULL, race_freer, racev);
 	pthread_create(&t2, NULL, race_freer, racev + N_RACE / 2);
 	pthread_barrier_wait(&bar);
-	/* the owner drains while they push */
-	for (i = 0; i < 2000; i++)
+	/* the owner drains, and allocates (draining ahead), while they push */
+	while (atomic_load(&race_left)) {
+		struct uskb *v[16];
+
 		uskb_cache_drain();
+		if (!uskb_alloc_bulk(v, 16, 100))
+			uskb_free_bulk(v, 16);
+	}
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	uskb_cache_drain();
@@ -464,6 +473,67 @@ static void test_cap_race(void)
 	CHECK_EQ(b.drained - a.drained, b.deferred - a.deferred);
 	CHECK_EQ(b.defer_pending, 0);
 	CHECK(b.direct_frees > a.direct_frees); /* the cap was reached */
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
+/* ---- a release that calls back into the allocator while the owner drains ---- */
+
+#define N_NEST 120
+
+static struct uskb *nestv[N_NEST];
+static int nest_ran;
+
+/* a frag_list member's destructor: runs in the owner's drain, and allocates */
+static void nest_destructor(struct uskb *skb)
+{
+	struct uskb *v[300];
+	int i;
+
+	(void)skb;
+	nest_ran++;
+	for (i = 0; i < 300; i++) /* runs the caches dry: a drain would start here */
+		v[i] = uskb_alloc(100);
+	for (i = 0; i < 300; i++)
+		uskb_free(v[i]);
+}
+
+static void *nest_owner(void *arg)
+{
+	struct uskb *keep[600], *member;
+	int i, n = 0;
+
+	(void)arg;
+	if (uskb_alloc_bulk(nestv, N_NEST, 100))
+		abort();
+	/* the first skb holds one on its frag_list, whose destructor allocates */
+	member = uskb_alloc(100);
+	member->destructor = nest_destructor;
+	uskb_shinfo(nestv[0])->frag_list = member;
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* freed: on our list */
+	/* drain ahead, then all at once: each releases the first skb at some point */
+	while (n < 600 && stats().defer_pending == N_NEST)
+		keep[n++] = uskb_alloc(100);
+	uskb_cache_drain();
+	for (i = 0; i < n; i++)
+		uskb_free(keep[i]);
+	return NULL;
+}
+
+static void test_drain_reentry(void)
+{
+	pthread_t th;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, nest_owner, NULL);
+	pthread_barrier_wait(&bar);
+	uskb_free_bulk(nestv, N_NEST);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	CHECK_EQ(nest_ran, 1);
+	CHECK_EQ(stats().defer_pending, 0);
 	pthread_barrier_destroy(&bar);
 	set_defer_max(128);
 }
@@ -667,6 +737,7 @@ int main(void)
 	test_carriers();
 	test_drain_ahead();
 	test_cap_race();
+	test_drain_reentry();
 	test_producer_consumer();
 	return t_end("cache");
 }

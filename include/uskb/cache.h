@@ -14,7 +14,7 @@
  * reference to an skb is dropped:
  * - on the owning thread, the shell and head go straight back to its cache;
  * - on another thread, the skb is pushed onto the owner's lock-free defer
- *   list (fewer than defer_max pending), and the owner frees it into its own
+ *   list (fewer than defer_max wait there), and the owner frees it into its own
  *   cache when its shell cache runs empty (a step ahead: what it takes at
  *   one such miss, it frees at the next, its memory fetched meanwhile) or
  *   on uskb_cache_drain(); past the cap, or for fclones and zero-copy skbs,
@@ -48,9 +48,11 @@ struct uskb_cache_opts {
 	 * _FREE: 32). Default 32. */
 	unsigned int flush;
 	/** net.core.skb_defer_max (64 until Nov 2025, then 128): as in the
-	 * kernel, a free that would bring a thread's pending count to this
-	 * value is done directly instead, so at most defer_max - 1 wait; 0 and
-	 * 1 disable deferral. Default 128, at most 65535. */
+	 * kernel, a free that would bring the count on a thread's defer list
+	 * to this value is done directly instead, so at most defer_max - 1
+	 * wait there (the owner may hold one list it took, and up to 256 skbs
+	 * it walked, besides: see uskb_cache_drain); 0 and 1 disable
+	 * deferral. Default 128, at most 65535. */
 	unsigned int defer_max;
 };
 
@@ -59,7 +61,7 @@ USKB_API int uskb_cache_get_opts(struct uskb_cache_opts *opts);
 /**
  * Set the tunables for all threads (takes effect at each cache's next
  * refill or flush). -EINVAL when out of range (cache_size > 256, bulk or
- * flush 0 or above cache_size while the cache is on).
+ * flush 0 or above cache_size while the cache is on, defer_max > 65535).
  */
 USKB_API int uskb_cache_set_opts(const struct uskb_cache_opts *opts);
 

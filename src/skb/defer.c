@@ -141,10 +141,11 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 	while (*c) {
 		struct uskb_carrier *cc = uskb_carrier(*c);
 
-		/* defined, not just usable: the release reads what the skb holds */
-		uskb_mem_defined(*c, sizeof(**c));
+		uskb_mem_defined(*c, offsetof(struct uskb_carrier, skb));
 		if (m + cc->n + 1 > room)
 			break;
+		/* defined, not just usable: the release reads what the skb holds */
+		uskb_mem_defined(*c, sizeof(**c));
 		if (pre) {
 			/* the carrier's second line: its pointers go on there */
 			__builtin_prefetch((char *)*c + 64);
@@ -212,6 +213,7 @@ static struct uskb *take_list(struct uskb_tls *t, struct uskb_tls *o)
 		return NULL;
 	/* acquire: pairs with the pushers' release */
 	w = atomic_exchange_explicit(&o->defer_list, 0, memory_order_acquire);
+	/* (a stats reader between the two may miss these skbs: a snapshot) */
 	taken_add(t, (long)list_count(w));
 	return list_first(w);
 }
@@ -219,27 +221,36 @@ static struct uskb *take_list(struct uskb_tls *t, struct uskb_tls *o)
 unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 {
 	struct uskb *c;
-	unsigned int n = 0, m;
+	unsigned int n, m;
+	bool took = o != t;
 
+	/* unlikely: called back from a release (a destructor) of a drain that runs */
+	if (uskb_unlikely(t->draining))
+		return 0;
+	t->draining = true;
 	/* the drain ahead's skbs first: the stash is the walk's run */
 	n = release_stash(t);
 	if (o == t) {
 		c = t->taken;
 		t->taken = NULL;
-		if (!c)
-			c = take_list(t, t);
 	} else {
 		c = take_list(t, o);
 	}
-	while (c) {
+	/* our own list once more after what was taken ahead: one exchange, a bounded drain */
+	for (;;) {
+		if (!c && !took) {
+			c = take_list(t, t);
+			took = true;
+		}
+		if (!c)
+			break;
 		m = walk(&c, t->stash, USKB_DEFER_STASH, true);
 		release_run(t, t->stash, m, true);
 		taken_add(t, -(long)m);
 		uskb_count_add(&t->c[USKB_TC_DRAINED], m);
 		n += m;
-		if (!c && o == t)
-			c = take_list(t, t);
 	}
+	t->draining = false;
 	return n;
 }
 
@@ -257,28 +268,34 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
  */
 unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 {
-	unsigned int n = release_stash(t), k;
+	unsigned int n, k;
 
+	/* unlikely: called back from a release (a destructor) of a drain that runs */
+	if (uskb_unlikely(t->draining))
+		return 0;
+	t->draining = true;
+	n = release_stash(t);
 	if (t->taken)
 		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
 	}
-	if (n)
-		return n;
-	if (!t->nstash && t->taken)
-		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
-	if (!t->nstash)
-		return 0;
-	/* the first half now, the rest kept at the stash's start */
-	k = (t->nstash + 1) / 2;
-	release_run(t, t->stash, k, true);
-	t->nstash -= k;
-	memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
-	taken_add(t, -(long)k);
-	uskb_count_add(&t->c[USKB_TC_DRAINED], k);
-	return k;
+	if (!n) {
+		if (!t->nstash && t->taken)
+			t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
+		/* the first half now, the rest kept at the stash's start */
+		if ((k = (t->nstash + 1) / 2)) {
+			release_run(t, t->stash, k, true);
+			t->nstash -= k;
+			memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
+			taken_add(t, -(long)k);
+			uskb_count_add(&t->c[USKB_TC_DRAINED], k);
+			n = k;
+		}
+	}
+	t->draining = false;
+	return n;
 }
 
 void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)

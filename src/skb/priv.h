@@ -123,6 +123,7 @@ struct uskb_tls {
 	 */
 	struct uskb *taken;
 	unsigned int nstash;
+	bool draining;			/* a drain runs: one a release calls back into does nothing */
 	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
 	struct uskb_page_frag_cache frag;
