@@ -11,7 +11,8 @@
 #include <uskb/uskb.h>
 #include "bench.h"
 
-static unsigned char ubuf_mem[65536];
+/* page-aligned: the copy rows must not depend on where the linker puts it */
+static _Alignas(4096) unsigned char ubuf_mem[65536];
 static long completions;
 
 static void complete(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
