@@ -421,6 +421,61 @@ static void test_drain_ahead(void)
 	set_defer_max(128);
 }
 
+/* ---- the drain ahead over a list longer than a walk: step by step, nothing lost ---- */
+
+#define N_LONGLIST 600
+
+static struct uskb *llv[N_LONGLIST];
+static long ll_step[16], ll_pending[16];
+static int ll_steps;
+
+static void *longlist_owner(void *arg)
+{
+	static struct uskb *keep[8192];
+	int nkeep = 0, i;
+
+	(void)arg;
+	if (uskb_alloc_bulk(llv, N_LONGLIST, 100))
+		abort();
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* all on our list, one push */
+	while (ll_steps < 16 && stats().defer_pending) {
+		ll_step[ll_steps] = alloc_until_drain(keep, 8192, &nkeep);
+		ll_pending[ll_steps++] = stats().defer_pending;
+	}
+	for (i = 0; i < nkeep; i++)
+		uskb_free(keep[i]);
+	return NULL;
+}
+
+static void test_drain_ahead_long(void)
+{
+	pthread_t th;
+	long sum = 0, left = N_LONGLIST;
+	int i;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, longlist_owner, NULL);
+	pthread_barrier_wait(&bar);
+	uskb_free_bulk(llv, N_LONGLIST);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	/* a walk takes at most 256, and the first miss frees half of it */
+	CHECK(ll_step[0] > 0 && ll_step[0] <= 128);
+	/* more than a walk: the rest comes step by step, each one counted */
+	CHECK(ll_steps >= 3 && ll_steps < 16);
+	for (i = 0; i < ll_steps; i++) {
+		CHECK(ll_step[i] > 0 && ll_step[i] <= 256);
+		left -= ll_step[i];
+		sum += ll_step[i];
+		CHECK_EQ(ll_pending[i], left);
+	}
+	CHECK_EQ(sum, N_LONGLIST);
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
 /* ---- pushers racing for a small cap: each skb deferred or freed, once ---- */
 
 #define N_RACE 6000
@@ -736,6 +791,7 @@ int main(void)
 	test_bulk();
 	test_carriers();
 	test_drain_ahead();
+	test_drain_ahead_long();
 	test_cap_race();
 	test_drain_reentry();
 	test_producer_consumer();

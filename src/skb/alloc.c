@@ -217,6 +217,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	struct uskb_ready *r = &t->ready[c];
 	struct uskb *skb;
 	unsigned char *data;
+	bool drained = false;
 
 	if (uskb_should_fail())
 		return NULL;
@@ -226,16 +227,19 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	 * other threads deferred to us first (it refills the pairs without a
 	 * lock). Only here, so the fast path never reads the list's cache line.
 	 */
-	if (uskb_unlikely(!r->n && !t->nshell) && (t->taken || t->nstash || uskb_defer_waiting(t)))
+	if (uskb_unlikely(!r->n && !t->nshell) &&
+	    (t->taken || t->nstash || uskb_defer_waiting(t))) {
 		__uskb_defer_drain_ahead(t);
+		drained = true;
+	}
 	/* likely: a pair freed on this thread, shell and head together */
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
 		data = uskb_ready_take(skb);
 		goto init;
 	}
-	/* caches refill in bulk */
-	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t);
+	/* caches refill in bulk (not by a second drain step, which would waste the first's fetches) */
+	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t, !drained);
 	if (uskb_unlikely(!skb))
 		return NULL;
 	data = uskb_likely(kc->n) ? kc->obj[--kc->n] : __uskb_kbuf_refill(t, c);

@@ -306,18 +306,19 @@ unsigned int uskb_cache_drain(void)
 /* ---- shells ---- */
 
 /*
- * Cache empty: first take back what other threads deferred to us (it is
- * ours, and refills the cache without a lock); else a bulk from the slab.
- * Checking the defer list only here keeps the allocation fast path off the
- * cache line the freeing threads write.
+ * Cache empty: first (with @drain: the caller did not just try) take back
+ * what other threads deferred to us (it is ours, and refills the cache
+ * without a lock); else a bulk from the slab. Checking the defer list only
+ * here keeps the allocation fast path off the cache line the freeing
+ * threads write.
  */
-struct uskb *__uskb_shell_refill(struct uskb_tls *t)
+struct uskb *__uskb_shell_refill(struct uskb_tls *t, bool drain)
 {
 	unsigned int n = uskb_cfg(&__uskb_cfg.bulk);
 
 	/* relaxed: a hint; the drain's exchange acquires */
-	if ((t->taken || t->nstash || uskb_defer_waiting(t)) && __uskb_defer_drain_ahead(t) &&
-	    t->nshell)
+	if (drain && (t->taken || t->nstash || uskb_defer_waiting(t)) &&
+	    __uskb_defer_drain_ahead(t) && t->nshell)
 		return t->shells[--t->nshell];
 
 	if (n > USKB_CACHE_MAX)

@@ -163,7 +163,7 @@ USKB_HIDDEN void __uskb_tls_fallback_put(struct uskb_tls *t);
 extern struct uskb_slab __uskb_shells USKB_HIDDEN;
 
 /* caches empty: deferred skbs first, then a bulk from the slab; NULL when out of memory */
-USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t);
+USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t, bool drain);
 /* give all but @keep cached shells to the slab */
 USKB_HIDDEN void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
 
@@ -176,7 +176,7 @@ static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
 	if (uskb_likely(t->nshell))
 		skb = t->shells[--t->nshell];
 	else
-		skb = __uskb_shell_refill(t);
+		skb = __uskb_shell_refill(t, true);
 	if (uskb_likely(skb))
 		uskb_mem_handed_out(skb, sizeof(*skb));
 	return skb;
