@@ -289,6 +289,29 @@ static void test_bulk(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * An owner thread allocates, waits while we hand its skbs back (they go on
+ * its defer list, cap 1000): @hand_back, or one bulk free of @v[@n]. Then
+ * it does its part; we join it.
+ */
+static void with_owner(void *(*owner)(void *), void (*hand_back)(void), struct uskb **v, int n)
+{
+	pthread_t th;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&th, NULL, owner, NULL);
+	pthread_barrier_wait(&bar);
+	if (hand_back)
+		hand_back();
+	else
+		uskb_free_bulk(v, (unsigned int)n);
+	pthread_barrier_wait(&bar);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&bar);
+	set_defer_max(128);
+}
+
 /* ---- carriers: a long bulk free, pushed in pieces ---- */
 
 #define N_LONG 301
@@ -332,32 +355,32 @@ static void *long_owner(void *arg)
 	return NULL;
 }
 
-static void test_carriers(void)
-{
-	struct uskb_stats a, b;
-	pthread_t th;
+static struct uskb_stats long_before;
 
-	set_defer_max(1000);
-	pthread_barrier_init(&bar, NULL, 2);
-	pthread_create(&th, NULL, long_owner, NULL);
-	pthread_barrier_wait(&bar);
-	a = stats();
+static void long_hand_back(void)
+{
+	struct uskb_stats b;
+
+	long_before = stats();
 	/* 150 (many carriers), one alone, 150 more on top of them */
 	uskb_free_bulk(longv, 150);
 	uskb_free(longv[150]);
 	uskb_free_bulk(longv + 151, 150);
 	b = stats();
-	CHECK_EQ(b.deferred - a.deferred, N_LONG);
-	CHECK_EQ(b.direct_frees, a.direct_frees);
+	CHECK_EQ(b.deferred - long_before.deferred, N_LONG);
+	CHECK_EQ(b.direct_frees, long_before.direct_frees);
 	CHECK_EQ(b.defer_pending, N_LONG);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+}
+
+static void test_carriers(void)
+{
+	struct uskb_stats b;
+
+	with_owner(long_owner, long_hand_back, NULL, 0);
 	CHECK_EQ(long_drained, N_LONG);
 	b = stats();
-	CHECK_EQ(b.drained - a.drained, N_LONG);
+	CHECK_EQ(b.drained - long_before.drained, N_LONG);
 	CHECK_EQ(b.defer_pending, 0);
-	pthread_barrier_destroy(&bar);
-	set_defer_max(128);
 }
 
 /* ---- the drain ahead: half now, the rest (its lines fetched) at the next miss ---- */
@@ -365,7 +388,7 @@ static void test_carriers(void)
 #define N_AHEAD 200
 
 static struct uskb *aheadv[N_AHEAD];
-static long ahead_step[3], ahead_pending[3];
+static long ahead_step[3], ahead_pending[3], ahead_pending_before;
 
 /* allocate (keeping them in @keep) until the owner's drain frees more; how many it freed */
 static long alloc_until_drain(struct uskb **keep, int room, int *nkeep)
@@ -389,6 +412,7 @@ static void *ahead_owner(void *arg)
 		abort();
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar); /* all N_AHEAD on our list */
+	ahead_pending_before = stats().defer_pending;
 	ahead_step[0] = alloc_until_drain(keep, 4096, &nkeep);
 	ahead_pending[0] = stats().defer_pending;
 	ahead_step[1] = alloc_until_drain(keep, 4096, &nkeep);
@@ -400,16 +424,8 @@ static void *ahead_owner(void *arg)
 
 static void test_drain_ahead(void)
 {
-	pthread_t th;
-
-	set_defer_max(1000);
-	pthread_barrier_init(&bar, NULL, 2);
-	pthread_create(&th, NULL, ahead_owner, NULL);
-	pthread_barrier_wait(&bar);
-	uskb_free_bulk(aheadv, N_AHEAD);
-	CHECK_EQ(stats().defer_pending, N_AHEAD);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+	with_owner(ahead_owner, NULL, aheadv, N_AHEAD);
+	CHECK_EQ(ahead_pending_before, N_AHEAD);
 	/* the first miss: half freed, the other half held, still pending */
 	CHECK_EQ(ahead_step[0], N_AHEAD / 2);
 	CHECK_EQ(ahead_pending[0], N_AHEAD / 2);
@@ -417,8 +433,6 @@ static void test_drain_ahead(void)
 	CHECK_EQ(ahead_step[1], N_AHEAD / 2);
 	CHECK_EQ(ahead_pending[1], 0);
 	CHECK_EQ(stats().defer_pending, 0);
-	pthread_barrier_destroy(&bar);
-	set_defer_max(128);
 }
 
 /* ---- the drain ahead over a list longer than a walk: step by step, nothing lost ---- */
@@ -450,17 +464,10 @@ static void *longlist_owner(void *arg)
 
 static void test_drain_ahead_long(void)
 {
-	pthread_t th;
 	long sum = 0, left = N_LONGLIST;
 	int i;
 
-	set_defer_max(1000);
-	pthread_barrier_init(&bar, NULL, 2);
-	pthread_create(&th, NULL, longlist_owner, NULL);
-	pthread_barrier_wait(&bar);
-	uskb_free_bulk(llv, N_LONGLIST);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+	with_owner(longlist_owner, NULL, llv, N_LONGLIST);
 	/* a walk takes at most 256, and the first miss frees half of it */
 	CHECK(ll_step[0] > 0 && ll_step[0] <= 128);
 	/* more than a walk: the rest comes step by step, each one counted */
@@ -472,8 +479,6 @@ static void test_drain_ahead_long(void)
 		CHECK_EQ(ll_pending[i], left);
 	}
 	CHECK_EQ(sum, N_LONGLIST);
-	pthread_barrier_destroy(&bar);
-	set_defer_max(128);
 }
 
 /* ---- pushers racing for a small cap: each skb deferred or freed, once ---- */
@@ -578,19 +583,9 @@ static void *nest_owner(void *arg)
 
 static void test_drain_reentry(void)
 {
-	pthread_t th;
-
-	set_defer_max(1000);
-	pthread_barrier_init(&bar, NULL, 2);
-	pthread_create(&th, NULL, nest_owner, NULL);
-	pthread_barrier_wait(&bar);
-	uskb_free_bulk(nestv, N_NEST);
-	pthread_barrier_wait(&bar);
-	pthread_join(th, NULL);
+	with_owner(nest_owner, NULL, nestv, N_NEST);
 	CHECK_EQ(nest_ran, 1);
 	CHECK_EQ(stats().defer_pending, 0);
-	pthread_barrier_destroy(&bar);
-	set_defer_max(128);
 }
 
 /* ---- producers and consumers, threads exiting in the middle ---- */
