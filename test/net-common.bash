@@ -17,3 +17,17 @@ ip netns del "$p-probe"
 # failures are counted and each said: bad "what went wrong"; the test ends with [ $fail = 0 ]
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# Wait (up to 15 s) until a tshark started in netns $1, its stderr in $2,
+# captures through its own filter. libpcap attaches a drop-all filter (one
+# instruction) before the real one and drops what arrives in between, after
+# tshark has said "Capturing on": a sender started then loses its frames.
+# So wait for a packet socket in the namespace whose filter is longer.
+capture_ready() {
+	for _ in $(seq 150); do
+		grep -q "Capturing on" "$2" 2>/dev/null &&
+			ip netns exec "$1" ss -0 -b 2>/dev/null | grep -Eq 'bpf filter \(([2-9]|[1-9][0-9]+)\)' &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}

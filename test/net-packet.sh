@@ -36,8 +36,7 @@ for mode in ring mmsg; do
 	before=$(rx_packets)
 	ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/rx.pcap" -q 2>"$tmp/cap.err" &
 	cap=$!
-	for _ in $(seq 50); do grep -q "Capturing on" "$tmp/cap.err" && break; sleep 0.1; done
-	sleep 0.3
+	capture_ready "$nb" "$tmp/cap.err" || bad "$mode: tshark did not start"
 	out=$(ip netns exec "$na" timeout 60 "$pg" -i "packet:${p}0:$mode" "${common[@]}" --ratep 50000 --json) ||
 		bad "$mode: uskb-pktgen failed"
 	sleep 0.5
@@ -64,8 +63,7 @@ done
 # no source given: the interface's own addresses (198.18.0.1, fd00::1), as the kernel takes them
 ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/src.pcap" -q 2>"$tmp/cap.err" &
 cap=$!
-for _ in $(seq 50); do grep -q "Capturing on" "$tmp/cap.err" && break; sleep 0.1; done
-sleep 0.3
+capture_ready "$nb" "$tmp/cap.err" || bad "tshark did not start"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -m 02:00:00:00:00:02 -d 198.18.0.2 >/dev/null ||
 	bad "IPv4 run without a source"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -6 -m 02:00:00:00:00:02 -d fd00::2 >/dev/null ||

@@ -67,11 +67,12 @@ capture() {
 	shift
 	rm -f "$tmp/cap.pcap" "$tmp/ts.err"
 	ip netns exec "$nb" timeout 30 tshark -q -B 64 -i "$b" -f udp -c "$n" -w "$tmp/cap.pcap" 2>"$tmp/ts.err" &
-	local tp=$!
-	for _ in $(seq 150); do grep -q "Capturing on" "$tmp/ts.err" 2>/dev/null && break; sleep 0.1; done
+	local tp=$! rx0
+	rx0=$(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets)
+	capture_ready "$nb" "$tmp/ts.err" || bad "xdp-live $*: tshark did not start"
 	ip netns exec "$na" timeout 30 "$pg" -q -i "xdp-live:$a" -n "$n" ${RATE:+--ratep $RATE} "$@" >"$tmp/out" 2>&1 ||
 		bad "xdp-live $*: exit $?: $(tail -3 "$tmp/out")"
-	wait $tp || bad "xdp-live $*: tshark caught fewer than $n frames"
+	wait $tp || bad "xdp-live $*: tshark caught $(tshark -r "$tmp/cap.pcap" 2>/dev/null | wc -l) of $n frames ($b received $(($(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0)))"
 	fields "$tmp/cap.pcap" >"$tmp/live.txt"
 	# the capture's second and microsecond, the packet's (its pktgen header)
 	tshark -r "$tmp/cap.pcap" -T fields -e frame.time_epoch -e udp.payload 2>/dev/null |
