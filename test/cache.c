@@ -8,6 +8,7 @@
  * threads exiting in the middle.
  */
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -517,13 +518,22 @@ static void test_cap_race(void)
 	pthread_create(&t1, NULL, race_freer, racev);
 	pthread_create(&t2, NULL, race_freer, racev + N_RACE / 2);
 	pthread_barrier_wait(&bar);
-	/* the owner drains, and allocates (draining ahead), while they push */
+	/* the list full first: a push is refused (the cap reached, for sure) */
+	while (stats().direct_frees == a.direct_frees && atomic_load(&race_left))
+		sched_yield();
+	/*
+	 * Then the owner drains, and allocates 16 at a time keeping up to 160
+	 * (its caches run dry: drains ahead), while they push.
+	 */
 	while (atomic_load(&race_left)) {
-		struct uskb *v[16];
+		struct uskb *v[160];
+		int k;
 
 		uskb_cache_drain();
-		if (!uskb_alloc_bulk(v, 16, 100))
-			uskb_free_bulk(v, 16);
+		for (k = 0; k < 160; k += 16)
+			if (uskb_alloc_bulk(v + k, 16, 100))
+				abort();
+		uskb_free_bulk(v, 160);
 	}
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
@@ -542,21 +552,30 @@ static void test_cap_race(void)
 #define N_NEST 120
 
 static struct uskb *nestv[N_NEST];
-static int nest_ran;
+static int nest_ran, nest_drained_inside;
 
-/* a frag_list member's destructor: runs in the owner's drain, and allocates */
+/*
+ * A frag_list member's destructor: runs in the owner's drain, and
+ * allocates until the caches run dry, then asks for a drain itself: the
+ * drains it calls back into must do nothing.
+ */
 static void nest_destructor(struct uskb *skb)
 {
 	struct uskb *v[300];
+	uint64_t before = stats().drained;
 	int i;
 
 	(void)skb;
 	nest_ran++;
-	for (i = 0; i < 300; i++) /* runs the caches dry: a drain would start here */
+	for (i = 0; i < 300; i++)
 		v[i] = uskb_alloc(100);
+	nest_drained_inside += (int)uskb_cache_drain();
 	for (i = 0; i < 300; i++)
 		uskb_free(v[i]);
+	nest_drained_inside += (int)(stats().drained - before);
 }
+
+static bool nest_by_alloc; /* the owner allocates (drain ahead) or calls uskb_cache_drain */
 
 static void *nest_owner(void *arg)
 {
@@ -572,8 +591,8 @@ static void *nest_owner(void *arg)
 	uskb_shinfo(nestv[0])->frag_list = member;
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar); /* freed: on our list */
-	/* drain ahead, then all at once: each releases the first skb at some point */
-	while (n < 600 && stats().defer_pending == N_NEST)
+	/* the first skb is a carrier among the first half: the first step frees it */
+	while (nest_by_alloc && n < 600 && stats().defer_pending == N_NEST)
 		keep[n++] = uskb_alloc(100);
 	uskb_cache_drain();
 	for (i = 0; i < n; i++)
@@ -583,8 +602,12 @@ static void *nest_owner(void *arg)
 
 static void test_drain_reentry(void)
 {
+	nest_by_alloc = true;
 	with_owner(nest_owner, NULL, nestv, N_NEST);
-	CHECK_EQ(nest_ran, 1);
+	nest_by_alloc = false;
+	with_owner(nest_owner, NULL, nestv, N_NEST);
+	CHECK_EQ(nest_ran, 2);
+	CHECK_EQ(nest_drained_inside, 0);
 	CHECK_EQ(stats().defer_pending, 0);
 }
 

@@ -103,6 +103,8 @@ struct uskb_tls *__uskb_tls_create(void)
 	pthread_mutex_unlock(&reg.lock);
 	pthread_setspecific(tls_key, t);
 	__uskb_tls_ptr = t;
+	/* a thread that left a drain by a longjmp (a bug handler's) left the flag set */
+	t->draining = false;
 	/* an adopted slot may hold late pushes meant for its previous thread */
 	__uskb_defer_drain(t, t);
 	efd_reset(t);

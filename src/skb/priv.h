@@ -162,7 +162,10 @@ USKB_HIDDEN void __uskb_tls_fallback_put(struct uskb_tls *t);
 /* the slab of shells behind the per-thread caches */
 extern struct uskb_slab __uskb_shells USKB_HIDDEN;
 
-/* caches empty: deferred skbs first, then a bulk from the slab; NULL when out of memory */
+/*
+ * caches empty: deferred skbs first (with @drain: the caller has not just
+ * run a drain step), then a bulk from the slab; NULL when out of memory
+ */
 USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t, bool drain);
 /* give all but @keep cached shells to the slab */
 USKB_HIDDEN void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep);
