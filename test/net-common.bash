@@ -17,16 +17,26 @@ ip netns del "$p-probe"
 # failures are counted and each said: bad "what went wrong"; the test ends with [ $fail = 0 ]
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+# Packet sockets in netns $1 with a real filter (more than one instruction).
+filtered_sockets() {
+	ip netns exec "$1" ss -0 -b 2>/dev/null | grep -Ec 'bpf filter \(([2-9]|[1-9][0-9]+)\)'
+}
 # Wait (up to 15 s) until a tshark started in netns $1, its stderr in $2,
-# captures through its own filter. libpcap attaches a drop-all filter (one
-# instruction) before the real one and drops what arrives in between, after
-# tshark has said "Capturing on": a sender started then loses its frames.
-# So wait for a packet socket in the namespace whose filter is longer.
+# captures through its own filter; $3: filtered_sockets before it started.
+# libpcap attaches a drop-all filter (one instruction) before the real one
+# and drops what arrives in between, after tshark has said "Capturing on":
+# a sender started then loses its frames. So wait for one more packet
+# socket with a longer filter. Where ss cannot list packet sockets (no ss,
+# no packet_diag), half a second after "Capturing on" has to do.
 capture_ready() {
 	for _ in $(seq 150); do
-		grep -q "Capturing on" "$2" 2>/dev/null &&
-			ip netns exec "$1" ss -0 -b 2>/dev/null | grep -Eq 'bpf filter \(([2-9]|[1-9][0-9]+)\)' &&
-			return 0
+		if grep -q "Capturing on" "$2" 2>/dev/null; then
+			[ "$(filtered_sockets "$1")" -gt "$3" ] && return 0
+			if ! ip netns exec "$1" ss -0 2>/dev/null | grep -q p_raw; then
+				sleep 0.5
+				return 0
+			fi
+		fi
 		sleep 0.1
 	done
 	return 1

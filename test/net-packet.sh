@@ -34,9 +34,10 @@ raw "$tmp/ref.pcap" >"$tmp/ref.raw"
 
 for mode in ring mmsg; do
 	before=$(rx_packets)
+	f0=$(filtered_sockets "$nb")
 	ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/rx.pcap" -q 2>"$tmp/cap.err" &
 	cap=$!
-	capture_ready "$nb" "$tmp/cap.err" || bad "$mode: tshark did not start"
+	capture_ready "$nb" "$tmp/cap.err" "$f0" || bad "$mode: tshark did not start"
 	out=$(ip netns exec "$na" timeout 60 "$pg" -i "packet:${p}0:$mode" "${common[@]}" --ratep 50000 --json) ||
 		bad "$mode: uskb-pktgen failed"
 	sleep 0.5
@@ -61,9 +62,10 @@ for mode in ring mmsg; do
 done
 
 # no source given: the interface's own addresses (198.18.0.1, fd00::1), as the kernel takes them
+f0=$(filtered_sockets "$nb")
 ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/src.pcap" -q 2>"$tmp/cap.err" &
 cap=$!
-capture_ready "$nb" "$tmp/cap.err" || bad "tshark did not start"
+capture_ready "$nb" "$tmp/cap.err" "$f0" || bad "tshark did not start"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -m 02:00:00:00:00:02 -d 198.18.0.2 >/dev/null ||
 	bad "IPv4 run without a source"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -6 -m 02:00:00:00:00:02 -d fd00::2 >/dev/null ||

@@ -66,10 +66,12 @@ capture() {
 	local n=$1
 	shift
 	rm -f "$tmp/cap.pcap" "$tmp/ts.err"
+	local f0
+	f0=$(filtered_sockets "$nb")
 	ip netns exec "$nb" timeout 30 tshark -q -B 64 -i "$b" -f udp -c "$n" -w "$tmp/cap.pcap" 2>"$tmp/ts.err" &
 	local tp=$! rx0
 	rx0=$(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets)
-	capture_ready "$nb" "$tmp/ts.err" || bad "xdp-live $*: tshark did not start"
+	capture_ready "$nb" "$tmp/ts.err" "$f0" || bad "xdp-live $*: tshark did not start"
 	ip netns exec "$na" timeout 30 "$pg" -q -i "xdp-live:$a" -n "$n" ${RATE:+--ratep $RATE} "$@" >"$tmp/out" 2>&1 ||
 		bad "xdp-live $*: exit $?: $(tail -3 "$tmp/out")"
 	wait $tp || bad "xdp-live $*: tshark caught $(tshark -r "$tmp/cap.pcap" 2>/dev/null | wc -l) of $n frames ($b received $(($(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0)))"
