@@ -16,8 +16,9 @@
  * - on another thread, the skb is pushed onto the owner's lock-free defer
  *   list (fewer than defer_max wait there), and the owner frees it into its own
  *   cache when its shell cache runs empty (a step ahead: what it takes at
- *   one such miss, it frees at the next, its memory fetched meanwhile) or
- *   on uskb_cache_drain(); past the cap, or for fclones and zero-copy skbs,
+ *   one such miss, it frees at the next, its memory fetched meanwhile; a
+ *   miss with nothing taken before frees half at once) or on
+ *   uskb_cache_drain(); past the cap, or for fclones and zero-copy skbs,
  *   the freeing thread frees it itself ("direct").
  * A thread that exits returns its cached objects to the global pools; skbs
  * it allocated may still be freed later by anyone.
@@ -74,10 +75,12 @@ USKB_API int uskb_cache_set_opts(const struct uskb_cache_opts *opts);
 USKB_API int uskb_cache_eventfd(void);
 
 /**
- * Free every skb other threads deferred to the calling thread (those its
- * allocations took ahead included), and reset its eventfd. Allocation
- * drains by itself whenever the thread's shell cache runs empty. Returns
- * how many were freed.
+ * Free the skbs other threads deferred to the calling thread: those its
+ * allocations took ahead, and those on its list when called (one take:
+ * what is pushed meanwhile waits for the next call). Reset its eventfd.
+ * Allocation drains by itself whenever the thread's shell cache runs
+ * empty. Called back from a release that a drain runs (a destructor), it
+ * does nothing. Returns how many were freed.
  */
 USKB_API unsigned int uskb_cache_drain(void);
 
