@@ -384,12 +384,15 @@ static void test_carriers(void)
 	CHECK_EQ(b.defer_pending, 0);
 }
 
-/* ---- the drain ahead: half now, the rest (its lines fetched) at the next miss ---- */
+/* ---- the drain ahead: half now, the rest (its lines fetched) at later misses ---- */
 
-#define N_AHEAD 200
+#define N_STEPV 600
+#define MAX_STEPS 16
 
-static struct uskb *aheadv[N_AHEAD];
-static long ahead_step[3], ahead_pending[3], ahead_pending_before;
+/* the owner allocates steps_n skbs; after they are handed back, its misses' drain steps */
+static struct uskb *stepv[N_STEPV];
+static int steps_n, nsteps;
+static long step[MAX_STEPS], step_pending[MAX_STEPS], steps_pending_before;
 
 /* allocate (keeping them in @keep) until the owner's drain frees more; how many it freed */
 static long alloc_until_drain(struct uskb **keep, int room, int *nkeep)
@@ -403,21 +406,21 @@ static long alloc_until_drain(struct uskb **keep, int room, int *nkeep)
 	return now - before;
 }
 
-static void *ahead_owner(void *arg)
+static void *steps_owner(void *arg)
 {
-	static struct uskb *keep[4096];
+	static struct uskb *keep[8192];
 	int nkeep = 0, i;
 
 	(void)arg;
-	if (uskb_alloc_bulk(aheadv, N_AHEAD, 100))
+	if (uskb_alloc_bulk(stepv, (unsigned int)steps_n, 100))
 		abort();
 	pthread_barrier_wait(&bar);
-	pthread_barrier_wait(&bar); /* all N_AHEAD on our list */
-	ahead_pending_before = stats().defer_pending;
-	ahead_step[0] = alloc_until_drain(keep, 4096, &nkeep);
-	ahead_pending[0] = stats().defer_pending;
-	ahead_step[1] = alloc_until_drain(keep, 4096, &nkeep);
-	ahead_pending[1] = stats().defer_pending;
+	pthread_barrier_wait(&bar); /* all on our list, one push */
+	steps_pending_before = stats().defer_pending;
+	for (nsteps = 0; nsteps < MAX_STEPS && stats().defer_pending; nsteps++) {
+		step[nsteps] = alloc_until_drain(keep, 8192, &nkeep);
+		step_pending[nsteps] = stats().defer_pending;
+	}
 	for (i = 0; i < nkeep; i++)
 		uskb_free(keep[i]);
 	return NULL;
@@ -425,61 +428,38 @@ static void *ahead_owner(void *arg)
 
 static void test_drain_ahead(void)
 {
-	with_owner(ahead_owner, NULL, aheadv, N_AHEAD);
-	CHECK_EQ(ahead_pending_before, N_AHEAD);
+	steps_n = 200;
+	with_owner(steps_owner, NULL, stepv, steps_n);
+	CHECK_EQ(steps_pending_before, 200);
+	CHECK_EQ(nsteps, 2);
 	/* the first miss: half freed, the other half held, still pending */
-	CHECK_EQ(ahead_step[0], N_AHEAD / 2);
-	CHECK_EQ(ahead_pending[0], N_AHEAD / 2);
+	CHECK_EQ(step[0], 100);
+	CHECK_EQ(step_pending[0], 100);
 	/* the next: the held half */
-	CHECK_EQ(ahead_step[1], N_AHEAD / 2);
-	CHECK_EQ(ahead_pending[1], 0);
+	CHECK_EQ(step[1], 100);
+	CHECK_EQ(step_pending[1], 0);
 	CHECK_EQ(stats().defer_pending, 0);
 }
 
-/* ---- the drain ahead over a list longer than a walk: step by step, nothing lost ---- */
-
-#define N_LONGLIST 600
-
-static struct uskb *llv[N_LONGLIST];
-static long ll_step[16], ll_pending[16];
-static int ll_steps;
-
-static void *longlist_owner(void *arg)
-{
-	static struct uskb *keep[8192];
-	int nkeep = 0, i;
-
-	(void)arg;
-	if (uskb_alloc_bulk(llv, N_LONGLIST, 100))
-		abort();
-	pthread_barrier_wait(&bar);
-	pthread_barrier_wait(&bar); /* all on our list, one push */
-	while (ll_steps < 16 && stats().defer_pending) {
-		ll_step[ll_steps] = alloc_until_drain(keep, 8192, &nkeep);
-		ll_pending[ll_steps++] = stats().defer_pending;
-	}
-	for (i = 0; i < nkeep; i++)
-		uskb_free(keep[i]);
-	return NULL;
-}
-
+/* over a list longer than a walk: step by step, nothing lost */
 static void test_drain_ahead_long(void)
 {
-	long sum = 0, left = N_LONGLIST;
+	long sum = 0, left = N_STEPV;
 	int i;
 
-	with_owner(longlist_owner, NULL, llv, N_LONGLIST);
+	steps_n = N_STEPV;
+	with_owner(steps_owner, NULL, stepv, steps_n);
 	/* a walk takes at most 256, and the first miss frees half of it */
-	CHECK(ll_step[0] > 0 && ll_step[0] <= 128);
+	CHECK(step[0] > 0 && step[0] <= 128);
 	/* more than a walk: the rest comes step by step, each one counted */
-	CHECK(ll_steps >= 3 && ll_steps < 16);
-	for (i = 0; i < ll_steps; i++) {
-		CHECK(ll_step[i] > 0 && ll_step[i] <= 256);
-		left -= ll_step[i];
-		sum += ll_step[i];
-		CHECK_EQ(ll_pending[i], left);
+	CHECK(nsteps >= 3 && nsteps < MAX_STEPS);
+	for (i = 0; i < nsteps; i++) {
+		CHECK(step[i] > 0 && step[i] <= 256);
+		left -= step[i];
+		sum += step[i];
+		CHECK_EQ(step_pending[i], left);
 	}
-	CHECK_EQ(sum, N_LONGLIST);
+	CHECK_EQ(sum, N_STEPV);
 }
 
 /* ---- pushers racing for a small cap: each skb deferred or freed, once ---- */

@@ -190,6 +190,14 @@ static inline void taken_add(struct uskb_tls *t, long d)
 			      memory_order_relaxed);
 }
 
+/* Free @m skbs of @run that @t took off a defer list, and count them drained. */
+static void drain_run(struct uskb_tls *t, struct uskb **run, unsigned int m)
+{
+	release_run(t, run, m, true);
+	taken_add(t, -(long)m);
+	uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+}
+
 /* @t's stash freed, if it holds any: how many */
 static unsigned int release_stash(struct uskb_tls *t)
 {
@@ -197,9 +205,7 @@ static unsigned int release_stash(struct uskb_tls *t)
 
 	if (m) {
 		t->nstash = 0;
-		release_run(t, t->stash, m, true);
-		taken_add(t, -(long)m);
-		uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+		drain_run(t, t->stash, m);
 	}
 	return m;
 }
@@ -245,9 +251,7 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 		if (!c)
 			break;
 		m = walk(&c, t->stash, USKB_DEFER_STASH, true);
-		release_run(t, t->stash, m, true);
-		taken_add(t, -(long)m);
-		uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+		drain_run(t, t->stash, m);
 		n += m;
 	}
 	t->draining = false;
@@ -286,11 +290,9 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 			t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
 		/* the first half now, the rest kept at the stash's start */
 		if ((k = (t->nstash + 1) / 2)) {
-			release_run(t, t->stash, k, true);
+			drain_run(t, t->stash, k);
 			t->nstash -= k;
 			memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
-			taken_add(t, -(long)k);
-			uskb_count_add(&t->c[USKB_TC_DRAINED], k);
 			n = k;
 		}
 	}
