@@ -90,7 +90,7 @@ if command -v dpdk-testpmd >/dev/null; then
 	ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d tap:ut1 --stats 0 --json >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
 	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
-	(sleep 2; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbtap$$" \
+	(sleep 2; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbtap$$" \
 		-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=txonly \
 		--txpkts=600 --nb-cores=1 --total-num-mbufs=16384 >"$tmp/tp.out" 2>&1 || bad "testpmd failed"
 	kill -INT $vp

@@ -32,7 +32,7 @@ RING=256
 guest() {
 	local size=$1 secs=$2 goes=${3:-}
 	sent=0
-	(sleep "$secs"; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry \
+	(sleep "$secs"; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry \
 		--file-prefix "uskbvh$$" -l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- \
 		--forward-mode=txonly --txpkts="$size" --nb-cores=1 --total-num-mbufs=16384 \
 		>"$tmp/tp.out" 2>&1 || [ -n "$goes" ] || { bad "testpmd failed: $(tail -3 "$tmp/tp.out")"; return; }
@@ -44,10 +44,11 @@ near() { [ -n "$1" ] && [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - $3 * RING)) ]; }
 # uskb-vhost in the background until stopped (SIGINT); its JSON in $tmp/vh.json
 vhost_start() {
 	rm -f "$tmp/vh.sock"
-	timeout 120 "$vht" -s "$tmp/vh.sock" --stats 0 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	timeout -k 10 120 "$vht" -s "$tmp/vh.sock" --stats 0 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
 	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
 }
+# (timeout -k: a backend still running 10 s after the SIGINT is killed, and exits 137)
 vhost_stop() {
 	kill -INT $vp
 	wait $vp
@@ -104,13 +105,14 @@ echo "--zcopy off: $pk frames copied"
 # ---- the guest's receive: udp: -> uskb-vhost -> virtio-user (rxonly) ----
 port=$((20000 + $$ % 20000))
 vhost_start -d "udp:127.0.0.1:$port,listen"
-(sleep 5; echo) | timeout 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbvr$$" \
+(sleep 5; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbvr$$" \
 	-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=rxonly --nb-cores=1 \
 	--total-num-mbufs=16384 >"$tmp/tpr.out" 2>&1 &
 tpp=$!
 sleep 2.5
 pgt=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
-"$pgt" -q -i "udp:127.0.0.1:$port" -n 1000 -s 700 --ratep 5000 >/dev/null || bad "rx: the sender failed"
+timeout -k 5 30 "$pgt" -q -i "udp:127.0.0.1:$port" -n 1000 -s 700 --ratep 5000 >/dev/null ||
+	bad "rx: the sender failed (exit $?)"
 wait $tpp || bad "rx: testpmd failed: $(tail -3 "$tmp/tpr.out")"
 vhost_stop rx
 got=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$tmp/tpr.out" | head -1)
