@@ -3,7 +3,8 @@
  * Per-thread caches and deferred free: hits and misses, the cache switched
  * off, frees from other threads deferred to the owner (cap, eventfd kick,
  * drain), fclones freed directly, bulk alloc/free gathering per owner, the
- * carriers a long bulk free goes in, the drain ahead an allocating owner
+ * carriers a long bulk free goes in, the clean mark (a shared info
+ * nobody was handed is not rewritten), the drain ahead an allocating owner
  * runs, pushers racing for the cap, and producer/consumer traffic with
  * threads exiting in the middle.
  */
@@ -335,6 +336,17 @@ static void check_fresh(struct uskb *skb)
 	CHECK(atomic_load(&uskb_shinfo(skb)->dataref) == 1);
 }
 
+/* check_fresh() through the read-only view: the clean mark stays */
+static void check_fresh_peek(struct uskb *skb)
+{
+	const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
+
+	CHECK(skb->len == 0 && skb->data_len == 0 && skb->destructor == NULL && !skb->cloned);
+	CHECK(atomic_load(&skb->users) == 1 && skb->data == skb->head && skb->tail == 0);
+	CHECK(sh->nr_frags == 0 && sh->frag_list == NULL && sh->flags == 0 && sh->gso_size == 0);
+	CHECK(atomic_load(&sh->dataref) == 1 && sh->destructor_arg == NULL);
+}
+
 static void *long_owner(void *arg)
 {
 	int i;
@@ -382,6 +394,131 @@ static void test_carriers(void)
 	b = stats();
 	CHECK_EQ(b.drained - long_before.drained, N_LONG);
 	CHECK_EQ(b.defer_pending, 0);
+}
+
+/* ---- the clean mark: a shared info nobody was handed is neither read nor rewritten ---- */
+
+#define SENTINEL 0x5eed1e55u
+
+static bool clean(const struct uskb *skb)
+{
+	return __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
+}
+
+/*
+ * A word init_shinfo() zeroes, written without handing the shared info
+ * out (the mark stays): it survives only if the next allocation of the
+ * pair skips the init.
+ */
+static void plant(struct uskb *skb)
+{
+	((struct uskb_shared_info *)__uskb_shinfo_peek(skb))->tskey = SENTINEL;
+}
+
+static uint32_t planted(const struct uskb *skb)
+{
+	return __uskb_shinfo_peek(skb)->tskey;
+}
+
+static void test_clean_here(void)
+{
+	struct uskb *a, *b, *c;
+	struct uskb_page *pg;
+
+	/* untouched: the pair comes back with its shared info as it was */
+	a = uskb_alloc(100);
+	CHECK(a && clean(a));
+	plant(a);
+	uskb_free(a);
+	b = uskb_alloc(100);
+	CHECK(b == a && clean(b) && planted(b) == SENTINEL);
+	/* handed out and written: rewritten at the next allocation */
+	uskb_shinfo(b)->gso_size = 1400;
+	CHECK(!clean(b));
+	uskb_free(b);
+	a = uskb_alloc(100);
+	CHECK(a == b && clean(a) && planted(a) == 0 && __uskb_shinfo_peek(a)->gso_size == 0);
+	/* a frag: released at the free, none at the next allocation */
+	pg = uskb_page_alloc(0);
+	CHECK(pg != NULL);
+	uskb_fill_page_desc(a, 0, pg, 0, 100);
+	a->len += 100;
+	a->data_len += 100;
+	uskb_free(a);
+	b = uskb_alloc(100);
+	CHECK(b == a && clean(b) && __uskb_shinfo_peek(b)->nr_frags == 0);
+	/* a clone copies the mark, but dataref went to 2: neither order may keep it */
+	for (int last = 0; last < 2; last++) {
+		plant(b);
+		c = uskb_clone(b);
+		CHECK(c != NULL && !clean(b) && !clean(c));
+		uskb_free(last ? b : c);
+		uskb_free(last ? c : b);
+		b = uskb_alloc(100);
+		CHECK(b && clean(b) && planted(b) == 0 && !b->cloned);
+		CHECK_EQ(atomic_load(&__uskb_shinfo_peek(b)->dataref), 1);
+	}
+	uskb_free(b);
+}
+
+/* the owner allocates, plants, and after the hand-back gets every pair back */
+#define N_CLEAN 40
+static struct uskb *cleanv[N_CLEAN];
+static uintptr_t clean_touched[N_CLEAN];
+
+static void *clean_owner(void *arg)
+{
+	struct uskb *again[N_CLEAN];
+	int i, j, kept = 0;
+
+	(void)arg;
+	if (uskb_alloc_bulk(cleanv, N_CLEAN, 100))
+		abort();
+	for (i = 0; i < N_CLEAN; i++)
+		plant(cleanv[i]);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* freed by the other thread */
+	CHECK_EQ(uskb_cache_drain(), N_CLEAN);
+	/* all 40 fit the ready pairs of a new thread: every one comes back as a pair */
+	if (uskb_alloc_bulk(again, N_CLEAN, 100))
+		abort();
+	for (i = 0; i < N_CLEAN; i++) {
+		bool touched = false;
+
+		check_fresh_peek(again[i]);
+		for (j = 0; j < N_CLEAN; j++)
+			touched |= clean_touched[j] == (uintptr_t)again[i];
+		/* the freeing thread wrote half of them: those are rewritten */
+		if (touched)
+			CHECK(planted(again[i]) == 0 && __uskb_shinfo_peek(again[i])->gso_size == 0);
+		else
+			kept += planted(again[i]) == SENTINEL;
+	}
+	CHECK_EQ(kept, N_CLEAN / 2);
+	uskb_free_bulk(again, N_CLEAN);
+	return NULL;
+}
+
+static void clean_hand_back(void)
+{
+	int i;
+
+	memset(clean_touched, 0, sizeof(clean_touched));
+	for (i = 0; i < N_CLEAN; i += 2) {
+		uskb_shinfo(cleanv[i])->gso_size = 1000;
+		clean_touched[i] = (uintptr_t)cleanv[i];
+	}
+	/* and a frag, which the owner must release (a leak fails the live counters) */
+	uskb_fill_page_desc(cleanv[2], 0, uskb_page_alloc(0), 0, 10);
+	cleanv[2]->len += 10;
+	cleanv[2]->data_len += 10;
+	uskb_free_bulk(cleanv, N_CLEAN);
+}
+
+static void test_clean_deferred(void)
+{
+	with_owner(clean_owner, clean_hand_back, NULL, 0);
+	CHECK_EQ(stats().defer_pending, 0);
 }
 
 /* ---- the drain ahead: half now, the rest (its lines fetched) at later misses ---- */
@@ -788,6 +925,8 @@ int main(void)
 	test_direct();
 	test_bulk();
 	test_carriers();
+	test_clean_here();
+	test_clean_deferred();
 	test_drain_ahead();
 	test_drain_ahead_long();
 	test_cap_race();

@@ -160,7 +160,15 @@ struct uskb {
 	};
 	/* the free path's line (64-byte aligned within the shell) */
 	void (*destructor)(struct uskb *skb);
-	int32_t alloc_cpu; /**< id of the thread cache the shell came from */
+	int16_t alloc_cpu; /**< id of the thread cache the shell came from (u16 in the kernel) */
+	/*
+	 * allocator-private: 1 while the shared info is as the allocator left
+	 * it (nothing attached, dataref 1) and no pointer to it was handed out;
+	 * uskb_shinfo() clears it. Byte-sized, and only accessed atomically:
+	 * readers of one skb on several threads may each clear it.
+	 */
+	uint8_t __shinfo_clean;
+	uint8_t __rsvd;
 	uint8_t cloned : 1, nohdr : 1, fclone : 2, head_frag : 1, pfmemalloc : 1,
 		pp_recycle : 1,
 		__zcopy_hint : 1; /* allocator-private: may carry a zero-copy ubuf; 0: certainly not */
@@ -189,8 +197,29 @@ struct uskb {
 
 /* ---------------- geometry (inline) ---------------- */
 
+/*
+ * The shared info, for reading only: unlike uskb_shinfo(), it leaves the
+ * skb's clean mark. The library's own read-only helpers use it.
+ */
+USKB_INLINE const struct uskb_shared_info *__uskb_shinfo_peek(const struct uskb *skb)
+{
+	return (const struct uskb_shared_info *)(skb->head + skb->end);
+}
+
+/*
+ * skb_shinfo(). The pointer may be written through, so the skb loses its
+ * clean mark: its release and its next allocation then read and rewrite
+ * the shared info instead of trusting it untouched. (Only a handed-out
+ * pointer can change a shared info: compute it from uskb_end_pointer()
+ * and the allocator will not know.)
+ */
 USKB_INLINE struct uskb_shared_info *uskb_shinfo(const struct uskb *skb)
 {
+	uint8_t *clean = (uint8_t *)&skb->__shinfo_clean;
+
+	/* likely clear already: a clean skb pays one store, on first use */
+	if (__atomic_load_n(clean, __ATOMIC_RELAXED))
+		__atomic_store_n(clean, 0, __ATOMIC_RELAXED);
 	return (struct uskb_shared_info *)(skb->head + skb->end);
 }
 
@@ -248,7 +277,7 @@ USKB_INLINE int uskb_availroom(const struct uskb *skb)
 
 USKB_INLINE bool uskb_has_frag_list(const struct uskb *skb)
 {
-	return uskb_shinfo(skb)->frag_list != NULL;
+	return __uskb_shinfo_peek(skb)->frag_list != NULL;
 }
 
 /** skb_cloned(): the data is shared with another skb. */
@@ -259,7 +288,7 @@ USKB_INLINE bool uskb_cloned(const struct uskb *skb)
 	 * after the other holders' releases (their last reads of it).
 	 */
 	return skb->cloned &&
-	       (atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_acquire) &
+	       (atomic_load_explicit(&__uskb_shinfo_peek(skb)->dataref, memory_order_acquire) &
 		USKB_DATAREF_MASK) != 1;
 }
 
@@ -271,7 +300,7 @@ USKB_INLINE bool uskb_header_cloned(const struct uskb *skb)
 	if (!skb->cloned)
 		return false;
 	/* acquire: as in uskb_cloned(), a "no" licenses writes to the header */
-	dataref = atomic_load_explicit(&uskb_shinfo(skb)->dataref, memory_order_acquire);
+	dataref = atomic_load_explicit(&__uskb_shinfo_peek(skb)->dataref, memory_order_acquire);
 	dataref = (dataref & USKB_DATAREF_MASK) - (dataref >> USKB_DATAREF_SHIFT);
 	return dataref != 1;
 }
@@ -294,7 +323,7 @@ USKB_INLINE struct uskb *uskb_get(struct uskb *skb)
 USKB_INLINE bool uskb_has_shared_frag(const struct uskb *skb)
 {
 	return uskb_is_nonlinear(skb) &&
-	       (uskb_shinfo(skb)->flags & USKB_SKBFL_SHARED_FRAG);
+	       (__uskb_shinfo_peek(skb)->flags & USKB_SKBFL_SHARED_FRAG);
 }
 
 /* ---- frags ---- */
@@ -357,7 +386,7 @@ USKB_INLINE void uskb_add_rx_frag(struct uskb *skb, int i,
 /** skb_frag_ref(): take a page reference on frag @f. */
 USKB_INLINE void uskb_frag_ref(struct uskb *skb, int f)
 {
-	uskb_page_get(uskb_shinfo(skb)->frags[f].page);
+	uskb_page_get(__uskb_shinfo_peek(skb)->frags[f].page);
 }
 
 /**
@@ -366,8 +395,8 @@ USKB_INLINE void uskb_frag_ref(struct uskb *skb, int f)
  */
 USKB_INLINE void uskb_frag_unref(struct uskb *skb, int f)
 {
-	if (!(uskb_shinfo(skb)->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
-		uskb_page_put(uskb_shinfo(skb)->frags[f].page);
+	if (!(__uskb_shinfo_peek(skb)->flags & USKB_SKBFL_MANAGED_FRAG_REFS))
+		uskb_page_put(__uskb_shinfo_peek(skb)->frags[f].page);
 }
 
 /* ---- headers ---- */
@@ -651,7 +680,7 @@ USKB_INLINE void uskb_frag_list_init(struct uskb *skb)
 USKB_API void uskb_append_frag_list(struct uskb *skb, struct uskb *frag);
 
 #define uskb_walk_frags(skb, iter)                                             \
-	for (iter = uskb_shinfo(skb)->frag_list; iter; iter = iter->next)
+	for (iter = __uskb_shinfo_peek(skb)->frag_list; iter; iter = iter->next)
 
 /* ---------------- queues ---------------- */
 

@@ -506,7 +506,7 @@ static void mmsg_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 
 		for (; i < n && k < MMSG_MAX; i++) {
 			struct uskb *skb = skbs[i];
-			const struct uskb_shared_info *sh = uskb_shinfo(skb);
+			const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
 			int nv = 0;
 
 			if (too_long(t, skb) || sh->frag_list) {

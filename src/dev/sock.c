@@ -286,7 +286,7 @@ static bool conn_gone_errno(int e)
 /* iovecs for @skb's bytes from @skip on; how many, or -1 past @max */
 static int skb_iov(const struct uskb *skb, unsigned int skip, struct iovec *iov, int max)
 {
-	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
 	const struct uskb *it;
 	unsigned int hl = uskb_headlen(skb);
 	int n = 0, f;
@@ -311,7 +311,7 @@ static int skb_iov(const struct uskb *skb, unsigned int skip, struct iovec *iov,
 		ADD((char *)uskb_page_address(sh->frags[f].page) + sh->frags[f].offset,
 		    sh->frags[f].len);
 	for (it = sh->frag_list; it; it = it->next) {
-		const struct uskb_shared_info *ish = uskb_shinfo(it);
+		const struct uskb_shared_info *ish = __uskb_shinfo_peek(it);
 
 		if (ish->frag_list)
 			return -1; /* nested: not worth the walk */

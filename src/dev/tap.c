@@ -173,7 +173,7 @@ static int tap_open(struct uskb_dev *dev, const char *arg)
  */
 static const char *gso_hdr(const struct uskb *skb, struct virtio_net_hdr *h)
 {
-	const struct uskb_shared_info *sh = uskb_shinfo(skb);
+	const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
 	unsigned char doff;
 	int start = uskb_checksum_start_offset(skb);
 
@@ -196,7 +196,7 @@ static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 
 	for (int i = 0; i < n; i++) {
 		struct uskb *skb = skbs[i];
-		const struct uskb_shared_info *sh = uskb_shinfo(skb);
+		const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
 		struct virtio_net_hdr_mrg_rxbuf h = { 0 };
 		struct iovec iov[2 + USKB_MAX_SKB_FRAGS];
 		int k = 0;

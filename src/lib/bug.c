@@ -34,7 +34,7 @@ void __uskb_bug(const char *op, const struct uskb *skb, const char *file, int li
 			      "tail=%u end=%u nr_frags=%u cloned=%u users=%d",
 			      (const void *)skb, skb->len, skb->data_len,
 			      (unsigned int)(skb->data - skb->head), skb->len - skb->data_len,
-			      skb->tail, skb->end, uskb_shinfo(skb)->nr_frags, skb->cloned,
+			      skb->tail, skb->end, __uskb_shinfo_peek(skb)->nr_frags, skb->cloned,
 			      atomic_load_explicit(&skb->users, memory_order_relaxed));
 	if (n < (int)sizeof(buf))
 		snprintf(buf + n, sizeof(buf) - (size_t)n, "\n  at %s:%d, called from %p\n",

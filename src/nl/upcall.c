@@ -44,7 +44,7 @@ static int copy_and_csum(const struct uskb *skb, uint8_t *to)
 		return 0;
 	start = uskb_checksum_start_offset(skb);
 	field = start + skb->csum_offset;
-	if (uskb_shinfo(skb)->gso_size || start < 0 || start >= (int)uskb_headlen(skb) ||
+	if (__uskb_shinfo_peek(skb)->gso_size || start < 0 || start >= (int)uskb_headlen(skb) ||
 	    field + 2 > (int)uskb_headlen(skb))
 		return -EINVAL;
 	csum = uskb_csum_partial(to + start, skb->len - (unsigned int)start, 0);
@@ -105,7 +105,7 @@ struct uskb *uskb_ovs_upcall(struct uskb *skb, const struct uskb_ovs_key *key,
 		/* the zero pad needs a frag slot of its own: else copy it all (the
 		 * shinfo is read here, after uskb_checksum_help() may have moved it) */
 		if (pad && hlen < skb->len && (skb->len & (NLA_ALIGNTO - 1)) &&
-		    uskb_shinfo(skb)->nr_frags + (hlen == 0) >= USKB_MAX_SKB_FRAGS)
+		    __uskb_shinfo_peek(skb)->nr_frags + (hlen == 0) >= USKB_MAX_SKB_FRAGS)
 			hlen = skb->len;
 	}
 	if (info->userdata && (info->userdata->nla_len < NLA_HDRLEN)) {

@@ -181,7 +181,7 @@ static void dev_stop(struct pg_dev *d)
 {
 	uint64_t stopped = uskb_mono_ns(), started = atomic_load(&d->started_at);
 	uint64_t halted = __uskb_pg_live_halted(d);
-	int nr_frags = d->skb ? uskb_shinfo(d->skb)->nr_frags : d->built_nfrags;
+	int nr_frags = d->skb ? __uskb_shinfo_peek(d->skb)->nr_frags : d->built_nfrags;
 
 	if (!atomic_load(&d->running))
 		return;
@@ -415,7 +415,7 @@ static void batch_xmit(struct pg_thread *t, struct pg_dev *d)
 	}
 	if (n > d->npend) {
 		d->last_pkt_size = len[n - 1];
-		d->built_nfrags = uskb_shinfo(t->vec[n - 1])->nr_frags;
+		d->built_nfrags = __uskb_shinfo_peek(t->vec[n - 1])->nr_frags;
 	}
 	d->npend = 0;
 	queue_note(d);
@@ -475,7 +475,7 @@ static void pg_xmit(struct pg_thread *t, struct pg_dev *d)
 			return;
 		}
 		d->last_pkt_size = d->skb->len;
-		d->built_nfrags = uskb_shinfo(d->skb)->nr_frags;
+		d->built_nfrags = __uskb_shinfo_peek(d->skb)->nr_frags;
 		d->clone_count = 0;
 	}
 	if (d->p.delay && d->p.last_ok) {

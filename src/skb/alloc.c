@@ -56,8 +56,8 @@ _Static_assert(OFF(tail) == 144 && OFF(end) == 148 && OFF(head) == 152 && OFF(da
 _Static_assert(OFF(transport_header) == 122 && OFF(network_header) == 124 &&
 		       OFF(mac_header) == 126,
 	       "build_around's header word");
-_Static_assert(OFF(destructor) == 128 && OFF(alloc_cpu) == 136 && OFF(__kbuf_class) == 141 &&
-		       OFF(queue_mapping) == 142,
+_Static_assert(OFF(destructor) == 128 && OFF(alloc_cpu) == 136 && OFF(__shinfo_clean) == 138 &&
+		       OFF(__kbuf_class) == 141 && OFF(queue_mapping) == 142,
 	       "build_around's free-path word: the flag byte is 140");
 _Static_assert(offsetof(struct uskb_shared_info, dataref) == 32 &&
 		       offsetof(struct uskb_shared_info, xdp_frags_size) == 36 &&
@@ -99,13 +99,13 @@ static inline __attribute__((always_inline)) void init_shinfo(struct uskb_shared
  */
 static inline __attribute__((always_inline)) void
 build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
-	     bool head_frag, unsigned int __kbuf_class)
+	     bool head_frag, unsigned int __kbuf_class, bool shinfo_clean)
 {
 	/* bytes 112..127: transport (122) and mac (126) headers USKB_HEADER_UNSET */
 	const uskb_v16 hdrs = { 0, (uint64_t)USKB_HEADER_UNSET << 16 |
 					   (uint64_t)USKB_HEADER_UNSET << 48 };
-	/* bytes 128..143: no destructor; alloc_cpu, flags, class, queue_mapping 0 */
-	const uskb_v16 freeword = { 0, (uint64_t)(uint32_t)owner |
+	/* bytes 128..143: no destructor; alloc_cpu, clean, flags, class, queue_mapping 0 */
+	const uskb_v16 freeword = { 0, (uint64_t)(uint16_t)owner | (uint64_t)1 << 16 |
 					       (head_frag ? head_frag_byte() << 32 : 0) |
 					       (uint64_t)(uint8_t)__kbuf_class << 40 };
 	uskb_u64a *w = (uskb_u64a *)skb;
@@ -117,7 +117,15 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 	w[152 / 8] = (uint64_t)(uintptr_t)data; /* head */
 	w[160 / 8] = (uint64_t)(uintptr_t)data; /* data */
 	w[168 / 8] = (uint64_t)USKB_TRUESIZE(size) | (uint64_t)1 << 32; /* truesize, users 1 */
-	init_shinfo(uskb_shinfo(skb));
+	/* a ready pair's clean shared info is as init_shinfo() left it: no line to write */
+	if (!shinfo_clean)
+		init_shinfo((struct uskb_shared_info *)(data + size));
+}
+
+/* A ready pair's shared info needs no init when its skb kept the clean mark. */
+static inline __attribute__((always_inline)) bool pair_clean(const struct uskb *skb)
+{
+	return __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
 }
 
 static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
@@ -187,22 +195,31 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		return NULL;
 	}
 	build_around(skb, data, size, t->id, head_frag,
-		     head_frag ? 0 : (unsigned int)(uskb_kbuf_class(total) + 1));
+		     head_frag ? 0 : (unsigned int)(uskb_kbuf_class(total) + 1), false);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb->fclone = USKB_FCLONE_ORIG;
 	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 	return skb;
 }
 
-/* Build @skb (handed out) around @data, a head of size class @c (still cached). */
+/*
+ * Build @skb (handed out) around @data, a head of size class @c (still
+ * cached); @clean: they are a ready pair whose shared info is untouched.
+ */
 static inline __attribute__((always_inline)) void build_in_class(struct uskb_tls *t,
 								  struct uskb *skb,
-								  unsigned char *data, int c)
+								  unsigned char *data, int c,
+								  bool clean)
 {
 	unsigned int csz = uskb_kbuf_class_size(c);
 
 	uskb_mem_handed_out(data, csz);
-	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1);
+	/* kept, so defined: its words are what init_shinfo() wrote */
+	if (clean)
+		uskb_mem_defined(data + USKB_WITH_OVERHEAD(csz),
+				 offsetof(struct uskb_shared_info, frags));
+	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1,
+		     clean);
 }
 
 /*
@@ -217,7 +234,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	struct uskb_ready *r = &t->ready[c];
 	struct uskb *skb;
 	unsigned char *data;
-	bool drained = false;
+	bool drained = false, clean = false;
 
 	if (uskb_should_fail())
 		return NULL;
@@ -236,6 +253,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
 		data = uskb_ready_take(skb);
+		clean = pair_clean(skb);
 		goto init;
 	}
 	/* caches refill in bulk (not by a second drain step, which would waste the first's fetches) */
@@ -250,7 +268,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	}
 	uskb_mem_handed_out(skb, sizeof(*skb));
 init:
-	build_in_class(t, skb, data, c);
+	build_in_class(t, skb, data, c, clean);
 	return skb;
 }
 
@@ -284,6 +302,7 @@ struct uskb *uskb_alloc(unsigned int size)
 {
 	struct uskb_tls *t = __uskb_tls_ptr;
 	struct uskb_ready *r;
+	unsigned char *data;
 	struct uskb *skb;
 	int c;
 
@@ -300,7 +319,8 @@ struct uskb *uskb_alloc(unsigned int size)
 			    uskb_likely(atomic_load_explicit(&__uskb_fault_countdown,
 							     memory_order_relaxed) <= 0)) {
 				skb = r->skb[--r->n];
-				build_in_class(t, skb, uskb_ready_take(skb), c);
+				data = uskb_ready_take(skb);
+				build_in_class(t, skb, data, c, pair_clean(skb));
 				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
 				return skb;
@@ -342,7 +362,7 @@ static inline __attribute__((always_inline)) void take_ready(struct uskb **skbs,
 		uskb_unpoison(skb, sizeof(*skb));
 		uskb_unpoison(skb->head, csz);
 		build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), owner, false,
-			     (unsigned int)c + 1);
+			     (unsigned int)c + 1, pair_clean(skb));
 		skbs[i] = skb;
 	}
 }

@@ -14,7 +14,7 @@ int uskb_checksum_help(struct uskb *skb)
 
 	if (skb->ip_summed == USKB_CHECKSUM_COMPLETE)
 		goto out_set_summed;
-	if (uskb_shinfo(skb)->gso_size)
+	if (__uskb_shinfo_peek(skb)->gso_size)
 		return -EINVAL;
 	/* frags that may change under us (user memory) cannot be summed in place */
 	if (uskb_has_shared_frag(skb)) {

@@ -47,7 +47,7 @@ static void defer_unmark(struct uskb_defer_batch *b)
 	for (c = b->first; c; c = uskb_carrier(c)->next) {
 		uskb_mem_defined(c, sizeof(*c));
 		for (i = 0; i < uskb_carrier(c)->n; i++)
-			uskb_mem_defined(uskb_carrier(c)->skb[i], sizeof(struct uskb));
+			uskb_mem_defined(uskb_carried(uskb_carrier(c)->skb[i]), sizeof(struct uskb));
 	}
 }
 
@@ -75,7 +75,7 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
 		struct uskb_carrier *cc = uskb_carrier(c);
 
 		for (i = 0; i < cc->n; i++)
-			defer_mark(cc->skb[i], 0);
+			defer_mark(uskb_carried(cc->skb[i]), 0);
 		if (c != b->first) {
 			if (first->nahead < USKB_CARRY_AHEAD - 1)
 				first->ahead[first->nahead++] = c;
@@ -119,7 +119,7 @@ bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 	struct uskb_defer_batch b = { .o = uskb_defer_owner(skb) };
 
 	if (b.o) {
-		uskb_defer_batch_add(&b, skb);
+		uskb_defer_batch_add(&b, skb, 0);
 		if (push_chain(t, &b))
 			return true;
 	}
@@ -129,10 +129,10 @@ bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 
 /*
  * Walk carriers from *@c while their skbs fit in @run's @room (carriers
- * after the skbs they carry); *@c moves past them. With @pre, fetch ahead
- * what the release will read: the carriers each names ahead, and, for
- * writing, the last line of every skb (written last by another thread).
- * How many went in.
+ * after the skbs they carry, tags kept); *@c moves past them. With @pre,
+ * fetch ahead what the release will read: the carriers each names ahead,
+ * and, for writing, the last line of every untagged skb (written last by
+ * another thread). How many went in.
  */
 static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre)
 {
@@ -147,8 +147,9 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 		/* defined, not just usable: the release reads what the skb holds */
 		uskb_mem_defined(*c, sizeof(**c));
 		if (pre) {
-			/* the carrier's second line: its pointers go on there */
+			/* the carrier's second line: its pointers go on there; its free line */
 			__builtin_prefetch((char *)*c + 64);
+			__builtin_prefetch(&(*c)->destructor, 1);
 			for (j = 0; j < cc->nahead; j++)
 				if (cc->ahead[j]) {
 					__builtin_prefetch(cc->ahead[j]);
@@ -156,10 +157,13 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 				}
 		}
 		for (j = 0; j < cc->n; j++) {
-			uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
+			struct uskb *skb = cc->skb[j];
+
+			uskb_mem_defined(uskb_carried(skb), sizeof(struct uskb));
+			/* tagged too: its next allocation writes that line and reads head there */
 			if (pre)
-				__builtin_prefetch(&cc->skb[j]->destructor, 1);
-			run[m++] = cc->skb[j];
+				__builtin_prefetch(&uskb_carried(skb)->destructor, 1);
+			run[m++] = skb;
 		}
 		run[m++] = *c;
 		*c = cc->next;
@@ -168,18 +172,34 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 }
 
 /*
- * Free a walked run on this thread (uncounted). With @pre, fetch every
- * skb's shared info first: the walk fetched the lines that locate them.
+ * Free a walked run on this thread (uncounted). A tagged skb becomes a
+ * ready pair of its class, unread, while the pairs have room. With @pre,
+ * fetch every untagged skb's shared info first: the walk fetched the
+ * lines that locate them.
  */
 static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre)
 {
-	unsigned int i;
+	bool cache_on = uskb_cfg(&__uskb_cfg.cache_size) != 0, vg = uskb_vg_on();
+	unsigned int i, kept = 0;
 
 	if (pre)
 		for (i = 0; i < m; i++)
-			__builtin_prefetch(run[i]->head + run[i]->end, 1);
-	for (i = 0; i < m; i++)
-		free_local(t, run[i]);
+			if (!((uintptr_t)run[i] & USKB_CARRY_TAG))
+				__builtin_prefetch(run[i]->head + run[i]->end, 1);
+	for (i = 0; i < m; i++) {
+		unsigned int cls = (uintptr_t)run[i] & USKB_CARRY_TAG;
+		struct uskb *skb = uskb_carried(run[i]);
+
+		/* likely: plain and clean, its users already 0 (defer_mark) */
+		if (cls && cache_on && t->ready[cls - 1].n < USKB_READY_SIZE) {
+			ready_keep(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
+			kept++;
+			continue;
+		}
+		free_local(t, skb);
+	}
+	uskb_count_add(&t->c[USKB_TC_SKB_FREE], kept);
+	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], kept);
 }
 
 /* count skbs @t took off a defer list: @t alone writes the count, so no atomic add */

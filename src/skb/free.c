@@ -155,7 +155,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			}
 			b[nb++] = (struct uskb_defer_batch){ .o = o };
 		}
-		uskb_defer_batch_add(&b[k], skb);
+		uskb_defer_batch_add(&b[k], skb, defer_tag(skb));
 	}
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], nplain);
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], nplain);

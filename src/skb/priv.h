@@ -92,6 +92,7 @@ static inline unsigned char *uskb_ready_take(struct uskb *skb)
 {
 	uskb_mem_handed_out(skb, sizeof(*skb));
 	uskb_mem_defined(&skb->head, sizeof(skb->head));
+	uskb_mem_defined(&skb->__shinfo_clean, sizeof(skb->__shinfo_clean));
 	return skb->head;
 }
 
@@ -288,7 +289,7 @@ USKB_HIDDEN void __uskb_release_data(struct uskb_tls *t, struct uskb *skb);
 static inline bool uskb_is_zcopy(const struct uskb *skb)
 {
 	return skb->__zcopy_hint && skb->head &&
-	       (uskb_shinfo(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
+	       (__uskb_shinfo_peek(skb)->flags & USKB_SKBFL_ZEROCOPY_ENABLE);
 }
 
 /* The owner to defer @skb to, or NULL when it must be freed here. */
@@ -312,6 +313,11 @@ static inline struct uskb_tls *uskb_defer_owner(const struct uskb *skb)
  * rest of its batch (up to USKB_CARRY_AHEAD - 1) and the list's head
  * before the push (the next batch's first carrier). Only hints: the
  * list itself runs through next.
+ *
+ * A carried pointer's low 3 bits may hold a tag: 1 + the skb's size
+ * class when the freeing thread found it plain with a clean shared info
+ * (defer_tag()). The owner then keeps it as a ready pair without reading
+ * any line of it.
  */
 #define USKB_CARRY_AHEAD 4
 #define USKB_CARRY_MAX 10
@@ -324,6 +330,15 @@ struct __attribute__((may_alias)) uskb_carrier {
 };
 _Static_assert(sizeof(struct uskb_carrier) <= offsetof(struct uskb, destructor),
 	       "a carrier's words stay clear of the free path's line");
+#define USKB_CARRY_TAG 7u
+_Static_assert(_Alignof(struct uskb) > USKB_CARRY_TAG && USKB_KBUF_CLASSES <= USKB_CARRY_TAG,
+	       "a carried pointer's tag (1 + class) fits below its alignment");
+
+/* a carried pointer, its tag stripped */
+static inline struct uskb *uskb_carried(struct uskb *tagged)
+{
+	return (struct uskb *)((uintptr_t)tagged & ~(uintptr_t)USKB_CARRY_TAG);
+}
 
 static inline struct uskb_carrier *uskb_carrier(struct uskb *skb)
 {
@@ -338,8 +353,12 @@ struct uskb_defer_batch {
 	unsigned int last_n;	   /* skbs the last carrier holds, kept here: its line is only written */
 };
 
-/* Add @skb to @b: into the last carrier while it has room, else as a new carrier. */
-static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb *skb)
+/*
+ * Add @skb to @b: into the last carrier while it has room (@tag in its
+ * pointer, see struct uskb_carrier), else as a new carrier.
+ */
+static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb *skb,
+					unsigned int tag)
 {
 	struct uskb_carrier *c = b->last ? uskb_carrier(b->last) : NULL;
 
@@ -349,7 +368,7 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 	 */
 	b->n++;
 	if (c && b->last_n < USKB_CARRY_MAX) {
-		c->skb[b->last_n++] = skb;
+		c->skb[b->last_n++] = (struct uskb *)((uintptr_t)skb | tag);
 		c->n = b->last_n;
 		return;
 	}

@@ -129,6 +129,13 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 	free(fc);
 }
 
+/* The shared info is as allocated: nothing to release, nothing to init (see uskb_shinfo()). */
+static inline __attribute__((always_inline)) bool shinfo_clean(const struct uskb *skb)
+{
+	/* a clone's mark is a copy of its original's: only an uncloned skb's counts */
+	return !skb->cloned && __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
+}
+
 /*
  * The common free: a plain skb of thread @tid (no destructor, not cloned,
  * no fclone, no page-pool or zero-copy mark), its head a kbuf of a class,
@@ -149,21 +156,40 @@ static inline __attribute__((always_inline)) unsigned int plain_class(const stru
 	if (skb->cloned || skb->fclone || skb->pp_recycle || skb->__zcopy_hint || !cls ||
 	    skb->destructor || !skb->head || skb->alloc_cpu != tid)
 		return 0;
-	shinfo = uskb_shinfo(skb);
+	/* likely: nothing was attached, and the shared info's line is not read */
+	if (__atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED))
+		return cls;
+	shinfo = __uskb_shinfo_peek(skb);
 	if (shinfo->nr_frags || shinfo->frag_list)
 		return 0;
 	return cls;
 }
 
 /*
- * Keep @skb (its last user gone) as a ready pair of class @cls - 1 in @r,
- * which has room. @vg: uskb_vg_on(), which a bulk caller tests once.
+ * What an skb of another thread's, its last user gone, carries to its
+ * owner: 1 + its class when the owner may keep it as a ready pair without
+ * reading it (plain as in plain_class(), the shared info clean), else 0.
  */
-static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *r,
+static inline __attribute__((always_inline)) unsigned int defer_tag(const struct uskb *skb)
+{
+	unsigned int cls = skb->__kbuf_class;
+
+	if (skb->cloned || skb->fclone || skb->pp_recycle || skb->__zcopy_hint || !cls ||
+	    skb->destructor || !skb->head ||
+	    !__atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED))
+		return 0;
+	return cls;
+}
+
+/*
+ * Keep @skb (its last user gone, users already 0) as a ready pair of
+ * class @cls - 1 in @r, which has room. @vg: uskb_vg_on(), which a bulk
+ * caller tests once.
+ */
+static inline __attribute__((always_inline)) void ready_keep(struct uskb_ready *r,
 							     unsigned int *rn, struct uskb *skb,
 							     unsigned int cls, bool vg)
 {
-	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	if (uskb_unlikely(vg)) {
 		uskb_mem_cached(skb->head, uskb_kbuf_class_size((int)cls - 1));
 		uskb_mem_cached(skb, sizeof(*skb));
@@ -172,6 +198,15 @@ static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *
 		uskb_poison(skb, sizeof(*skb));
 	}
 	r->skb[(*rn)++] = skb;
+}
+
+/* ready_keep() of an skb whose users count still says 1 */
+static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *r,
+							     unsigned int *rn, struct uskb *skb,
+							     unsigned int cls, bool vg)
+{
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+	ready_keep(r, rn, skb, cls, vg);
 }
 
 /*
@@ -200,7 +235,9 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 							     struct uskb *skb)
 {
-	if (uskb_likely(skb->head) && release_data_refs(skb)) {
+	/* likely: a clean shared info holds nothing to release, and its line stays unread */
+	if (uskb_likely(skb->head) &&
+	    (shinfo_clean(skb) ? drop_dataref(skb) : release_data_refs(skb))) {
 		unsigned int cls = skb->__kbuf_class;
 
 		/* likely: a plain skb with a class head: keep the pair for the next alloc */

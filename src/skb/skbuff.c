@@ -88,6 +88,13 @@ struct uskb *uskb_clone(struct uskb *skb)
 		fclone = USKB_FCLONE_UNAVAILABLE;
 	}
 	/*
+	 * relaxed: we hold a data reference, so the count cannot reach zero.
+	 * First: uskb_shinfo() clears @skb's clean mark before the copy reads
+	 * it, so the clone starts without one (a shared info of two is not
+	 * as allocated).
+	 */
+	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
+	/*
 	 * __skb_clone(): everything from dev to truesize in one block copy
 	 * (wide loads and stores, the header copy included), then what the
 	 * clone does not inherit. users is left out: other holders of @skb
@@ -105,8 +112,6 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->fclone = fclone & 3;
 	n->alloc_cpu = t->id;
 	atomic_init(&n->users, 1);
-	/* relaxed: we hold a data reference, so the count cannot reach zero */
-	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	/* once: a write per clone of a flag byte other threads read costs */
 	if (!skb->cloned)
 		skb->cloned = 1;
@@ -594,7 +599,7 @@ typedef int (*walk_fn)(void *ctx, unsigned char *p, int len, int pos,
 static int walk(const struct uskb *skb, int offset, int len, walk_fn fn, void *ctx,
 		int pos)
 {
-	const struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	const struct uskb_shared_info *shinfo = __uskb_shinfo_peek(skb);
 	int start = (int)uskb_headlen(skb);
 	const struct uskb *iter;
 	int i, copy, err;

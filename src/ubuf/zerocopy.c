@@ -18,7 +18,7 @@ unsigned int uskb_zerocopy_headlen(const struct uskb *from)
 	unsigned int hlen = 0;
 
 	if (!from->head_frag || uskb_headlen(from) < USKB_CACHE_BYTES ||
-	    uskb_shinfo(from)->nr_frags >= USKB_MAX_SKB_FRAGS) {
+	    __uskb_shinfo_peek(from)->nr_frags >= USKB_MAX_SKB_FRAGS) {
 		hlen = uskb_headlen(from);
 		if (!hlen)
 			hlen = from->len;
