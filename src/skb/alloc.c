@@ -213,11 +213,16 @@ static inline __attribute__((always_inline)) void build_in_class(struct uskb_tls
 {
 	unsigned int csz = uskb_kbuf_class_size(c);
 
-	uskb_mem_handed_out(data, csz);
-	/* kept, so defined: its words are what init_shinfo() wrote */
-	if (clean)
-		uskb_mem_defined(data + USKB_WITH_OVERHEAD(csz),
-				 offsetof(struct uskb_shared_info, frags));
+	uskb_unpoison(data, csz);
+#ifdef USKB_VALGRIND
+	/* unlikely: the head handed out; a kept shared info defined (init_shinfo() wrote it) */
+	if (uskb_unlikely(__uskb_on_valgrind)) {
+		VALGRIND_MAKE_MEM_UNDEFINED(data, csz);
+		if (clean)
+			VALGRIND_MAKE_MEM_DEFINED(data + USKB_WITH_OVERHEAD(csz),
+						  offsetof(struct uskb_shared_info, frags));
+	}
+#endif
 	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1,
 		     clean);
 }

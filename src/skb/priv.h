@@ -91,8 +91,9 @@ struct uskb_ready {
 static inline unsigned char *uskb_ready_take(struct uskb *skb)
 {
 	uskb_mem_handed_out(skb, sizeof(*skb));
-	uskb_mem_defined(&skb->head, sizeof(skb->head));
-	uskb_mem_defined(&skb->__shinfo_clean, sizeof(skb->__shinfo_clean));
+	/* head and the clean mark (bytes 138..159), in one request */
+	uskb_mem_defined(&skb->__shinfo_clean, offsetof(struct uskb, head) + sizeof(skb->head) -
+							offsetof(struct uskb, __shinfo_clean));
 	return skb->head;
 }
 
