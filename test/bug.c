@@ -126,6 +126,28 @@ static void double_free_deferred(void)
 	uskb_free(skb);
 }
 
+/* a burst of a dead thread's skbs: freed here, the cached ones must say users 0 */
+static struct uskb *dead_burst[8];
+
+static void *alloc_burst_and_exit(void *arg)
+{
+	(void)arg;
+	if (uskb_alloc_bulk(dead_burst, 8, 64))
+		abort();
+	return NULL;
+}
+
+static void double_free_dead_owner(void)
+{
+	pthread_t th;
+
+	uskb_free(uskb_alloc(64)); /* a slot of our own first */
+	pthread_create(&th, NULL, alloc_burst_and_exit, NULL);
+	pthread_join(th, NULL);
+	uskb_free_bulk(dead_burst, 8);
+	uskb_free(dead_burst[7]); /* carried in the burst's first skb, tagged clean */
+}
+
 static const struct {
 	const char *name;
 	misuse_fn fn;
@@ -138,6 +160,7 @@ static const struct {
 	{ "trim nonlinear", trim_nonlinear, "nonlinear" },
 	{ "double free", double_free, "double free" },
 	{ "double free, deferred", double_free_deferred, "double free" },
+	{ "double free, dead owner", double_free_dead_owner, "double free" },
 	{ "expand shared", expand_shared, "shared" },
 	{ "store into zero page", store_zero_page, "zero page" },
 	{ "put zero page base ref", zero_page_base_put, "zero page" },
@@ -183,7 +206,8 @@ int main(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 #ifdef HAVE_ASAN
 		/* the freed shell is poisoned: ASan reports first (test/uaf covers it) */
-		if (cases[i].fn == double_free || cases[i].fn == double_free_deferred)
+		if (cases[i].fn == double_free || cases[i].fn == double_free_deferred ||
+		    cases[i].fn == double_free_dead_owner)
 			continue;
 #endif
 		run_case((int)i);

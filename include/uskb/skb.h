@@ -164,8 +164,10 @@ struct uskb {
 	/*
 	 * allocator-private: 1 while the shared info is as the allocator left
 	 * it (nothing attached, dataref 1) and no pointer to it was handed out;
-	 * uskb_shinfo() clears it. Byte-sized, and only accessed atomically:
-	 * readers of one skb on several threads may each clear it.
+	 * uskb_shinfo() clears it. A byte of its own, cleared atomically:
+	 * readers of one skb on several threads may each clear it, so a copy
+	 * of a live shell goes around it. (The allocation writes it plainly,
+	 * on a shell nobody else holds.)
 	 */
 	uint8_t __shinfo_clean;
 	uint8_t __rsvd;

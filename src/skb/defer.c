@@ -173,9 +173,11 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 
 /*
  * Free a walked run on this thread (uncounted). A tagged skb becomes a
- * ready pair of its class, unread, while the pairs have room. With @pre,
- * fetch every untagged skb's shared info first: the walk fetched the
- * lines that locate them.
+ * ready pair of its class, unread, while the pairs have room. With @pre
+ * (an owner's drain), fetch every untagged skb's shared info first: the
+ * walk fetched the lines that locate them; and trust defer_mark()'s
+ * users = 0. Without (a push that failed, maybe before defer_mark()),
+ * store it.
  */
 static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre)
 {
@@ -192,7 +194,10 @@ static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, b
 
 		/* likely: plain and clean, its users already 0 (defer_mark) */
 		if (cls && cache_on && t->ready[cls - 1].n < USKB_READY_SIZE) {
-			ready_keep(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
+			if (pre)
+				ready_keep(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
+			else
+				ready_push(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
 			kept++;
 			continue;
 		}

@@ -41,19 +41,26 @@ static void copy_skb_header(struct uskb *n, const struct uskb *old)
 /* skb_copy_header(): header + gso state. */
 static void copy_header_gso(struct uskb *n, const struct uskb *old)
 {
+	struct uskb_shared_info *sh = uskb_shinfo(n);
+	const struct uskb_shared_info *osh = __uskb_shinfo_peek(old);
+
 	copy_skb_header(n, old);
-	uskb_shinfo(n)->gso_size = uskb_shinfo(old)->gso_size;
-	uskb_shinfo(n)->gso_segs = uskb_shinfo(old)->gso_segs;
-	uskb_shinfo(n)->gso_type = uskb_shinfo(old)->gso_type;
+	sh->gso_size = osh->gso_size;
+	sh->gso_segs = osh->gso_segs;
+	sh->gso_type = osh->gso_type;
 }
 
 /* skb_clone() copies the shell from dev to truesize in one block, users excepted */
 #define CLONE_FROM offsetof(struct uskb, dev)
 #define CLONE_TO offsetof(struct uskb, users)
+/* ...but for the clean mark and the byte after it: other holders may clear the mark atomically */
+#define CLONE_GAP offsetof(struct uskb, __shinfo_clean)
+#define CLONE_RESUME (CLONE_GAP + 2)
 _Static_assert(offsetof(struct uskb, sk) < CLONE_FROM &&
 		       offsetof(struct uskb, destructor) >= CLONE_FROM &&
 		       offsetof(struct uskb, truesize) < CLONE_TO &&
-		       CLONE_TO + sizeof(atomic_int) == sizeof(struct uskb),
+		       CLONE_TO + sizeof(atomic_int) == sizeof(struct uskb) &&
+		       offsetof(struct uskb, __rsvd) == CLONE_GAP + 1 && CLONE_GAP > CLONE_FROM,
 	       "uskb_clone's block copy");
 
 struct uskb *uskb_clone(struct uskb *skb)
@@ -87,12 +94,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 		}
 		fclone = USKB_FCLONE_UNAVAILABLE;
 	}
-	/*
-	 * relaxed: we hold a data reference, so the count cannot reach zero.
-	 * First: uskb_shinfo() clears @skb's clean mark before the copy reads
-	 * it, so the clone starts without one (a shared info of two is not
-	 * as allocated).
-	 */
+	/* relaxed: we hold a data reference, so the count cannot reach zero */
 	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	/*
 	 * __skb_clone(): everything from dev to truesize in one block copy
@@ -100,7 +102,11 @@ struct uskb *uskb_clone(struct uskb *skb)
 	 * clone does not inherit. users is left out: other holders of @skb
 	 * change it atomically.
 	 */
-	memcpy((char *)n + CLONE_FROM, (const char *)skb + CLONE_FROM, CLONE_TO - CLONE_FROM);
+	memcpy((char *)n + CLONE_FROM, (const char *)skb + CLONE_FROM, CLONE_GAP - CLONE_FROM);
+	memcpy((char *)n + CLONE_RESUME, (const char *)skb + CLONE_RESUME, CLONE_TO - CLONE_RESUME);
+	/* a shared info of two is not as allocated: no clean mark */
+	n->__shinfo_clean = 0;
+	n->__rsvd = 0;
 	n->next = n->prev = NULL;
 	n->sk = NULL;
 	n->destructor = NULL;
@@ -120,6 +126,8 @@ struct uskb *uskb_clone(struct uskb *skb)
 }
 #undef CLONE_FROM
 #undef CLONE_TO
+#undef CLONE_GAP
+#undef CLONE_RESUME
 
 struct uskb *uskb_copy(const struct uskb *skb)
 {
@@ -148,7 +156,9 @@ static void clone_fraglist(struct uskb *skb)
 struct uskb *__uskb_pskb_copy(struct uskb *skb, int headroom)
 {
 	unsigned int size = uskb_headlen(skb) + (unsigned int)headroom;
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb), *nsh;
+	/* read only: the copy shares the frags, the source's shared info stays as it is */
+	const struct uskb_shared_info *shinfo = __uskb_shinfo_peek(skb);
+	struct uskb_shared_info *nsh;
 	struct uskb *n;
 	int i;
 
@@ -171,7 +181,7 @@ struct uskb *__uskb_pskb_copy(struct uskb *skb, int headroom)
 			errno = ENOMEM;
 			return NULL;
 		}
-		shinfo = uskb_shinfo(skb); /* orphaning may have moved the head */
+		shinfo = __uskb_shinfo_peek(skb); /* orphaning may have moved the head */
 		for (i = 0; i < shinfo->nr_frags; i++) {
 			nsh->frags[i] = shinfo->frags[i];
 			uskb_frag_ref(skb, i);

@@ -47,7 +47,7 @@ void __uskb_ubuf_put(struct uskb *skb, struct uskb_ubuf *uarg, bool success)
 
 struct uskb_ubuf *uskb_zcopy(const struct uskb *skb)
 {
-	struct uskb_shared_info *shinfo = uskb_shinfo(skb);
+	const struct uskb_shared_info *shinfo = __uskb_shinfo_peek(skb);
 
 	return (shinfo->flags & USKB_SKBFL_ZEROCOPY_ENABLE) ? shinfo->destructor_arg : NULL;
 }
@@ -203,7 +203,7 @@ int uskb_orphan_frags(struct uskb *skb)
 {
 	/* likely: no user memory, or a MSG_ZEROCOPY send its owner waits for */
 	if (uskb_likely(!uskb_zcopy(skb)) ||
-	    (uskb_shinfo(skb)->flags & USKB_SKBFL_DONT_ORPHAN))
+	    (__uskb_shinfo_peek(skb)->flags & USKB_SKBFL_DONT_ORPHAN))
 		return 0;
 	return uskb_copy_ubufs(skb);
 }
