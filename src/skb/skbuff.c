@@ -94,13 +94,11 @@ struct uskb *uskb_clone(struct uskb *skb)
 		}
 		fclone = USKB_FCLONE_UNAVAILABLE;
 	}
-	/* relaxed: we hold a data reference, so the count cannot reach zero */
-	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	/*
 	 * __skb_clone(): everything from dev to truesize in one block copy
 	 * (wide loads and stores, the header copy included), then what the
-	 * clone does not inherit. users is left out: other holders of @skb
-	 * change it atomically.
+	 * clone does not inherit. users and the clean mark are left out:
+	 * other holders of @skb change them atomically.
 	 */
 	memcpy((char *)n + CLONE_FROM, (const char *)skb + CLONE_FROM, CLONE_GAP - CLONE_FROM);
 	memcpy((char *)n + CLONE_RESUME, (const char *)skb + CLONE_RESUME, CLONE_TO - CLONE_RESUME);
@@ -118,6 +116,8 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->fclone = fclone & 3;
 	n->alloc_cpu = t->id;
 	atomic_init(&n->users, 1);
+	/* relaxed: we hold a data reference, so the count cannot reach zero */
+	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	/* once: a write per clone of a flag byte other threads read costs */
 	if (!skb->cloned)
 		skb->cloned = 1;
