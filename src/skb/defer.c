@@ -131,8 +131,9 @@ bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
  * Walk carriers from *@c while their skbs fit in @run's @room (carriers
  * after the skbs they carry, tags kept); *@c moves past them. With @pre,
  * fetch ahead what the release will read: the carriers each names ahead,
- * and, for writing, the last line of every untagged skb (written last by
- * another thread). How many went in.
+ * and, for writing, the last line of every skb (written last by another
+ * thread; a tagged skb's next allocation reads head there). How many went
+ * in.
  */
 static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre)
 {
@@ -160,7 +161,6 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 			struct uskb *skb = cc->skb[j];
 
 			uskb_mem_defined(uskb_carried(skb), sizeof(struct uskb));
-			/* tagged too: its next allocation writes that line and reads head there */
 			if (pre)
 				__builtin_prefetch(&uskb_carried(skb)->destructor, 1);
 			run[m++] = skb;

@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 /* The shared info is as allocated: nothing to release, nothing to init (see uskb_shinfo()). */
 static inline __attribute__((always_inline)) bool shinfo_clean(const struct uskb *skb)
 {
-	/* a clone's mark is a copy of its original's: only an uncloned skb's counts */
+	/* a cloned skb never has one (uskb_clone() sees to it): a second guard */
 	return !skb->cloned && __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
 }
 
