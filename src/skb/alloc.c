@@ -122,11 +122,6 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 		init_shinfo((struct uskb_shared_info *)(data + size));
 }
 
-/* A ready pair's shared info needs no init when its skb kept the clean mark. */
-static inline __attribute__((always_inline)) bool pair_clean(const struct uskb *skb)
-{
-	return __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
-}
 
 static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
 {
@@ -258,7 +253,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
 		data = uskb_ready_take(skb);
-		clean = pair_clean(skb);
+		clean = uskb_clean_mark(skb);
 		goto init;
 	}
 	/* caches refill in bulk (not by a second drain step, which would waste the first's fetches) */
@@ -325,7 +320,7 @@ struct uskb *uskb_alloc(unsigned int size)
 							     memory_order_relaxed) <= 0)) {
 				skb = r->skb[--r->n];
 				data = uskb_ready_take(skb);
-				build_in_class(t, skb, data, c, pair_clean(skb));
+				build_in_class(t, skb, data, c, uskb_clean_mark(skb));
 				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
 				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
 				return skb;
@@ -367,7 +362,7 @@ static inline __attribute__((always_inline)) void take_ready(struct uskb **skbs,
 		uskb_unpoison(skb, sizeof(*skb));
 		uskb_unpoison(skb->head, csz);
 		build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), owner, false,
-			     (unsigned int)c + 1, pair_clean(skb));
+			     (unsigned int)c + 1, uskb_clean_mark(skb));
 		skbs[i] = skb;
 	}
 }

@@ -133,31 +133,44 @@ static inline __attribute__((always_inline)) void free_shell(struct uskb_tls *t,
 static inline __attribute__((always_inline)) bool shinfo_clean(const struct uskb *skb)
 {
 	/* a cloned skb never has one (uskb_clone() sees to it): a second guard */
-	return !skb->cloned && __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
+	return !skb->cloned && uskb_clean_mark(skb);
 }
 
 /*
- * The common free: a plain skb of thread @tid (no destructor, not cloned,
- * no fclone, no page-pool or zero-copy mark), its head a kbuf of a class,
- * nothing attached to its shared info. Then skb_release_data() has nothing
- * to do, and shell and head can stay together as a ready pair. Returns the
- * skb's __kbuf_class (1 + class), 0 for every other skb.
+ * The shell's part of plain_class(): no destructor, not cloned, no
+ * fclone, no page-pool or zero-copy mark, a head that is a kbuf of a
+ * class. Returns the skb's __kbuf_class (1 + class), else 0.
  */
-static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
-								      int tid)
+static inline __attribute__((always_inline)) unsigned int plain_shell(const struct uskb *skb)
 {
 	unsigned int cls = skb->__kbuf_class;
-	const struct uskb_shared_info *shinfo;
 
 	/*
 	 * Written with ||, gcc folds the four flag tests into one mask test;
 	 * first, so a clone (the commonest other free) leaves after it.
 	 */
 	if (skb->cloned || skb->fclone || skb->pp_recycle || skb->__zcopy_hint || !cls ||
-	    skb->destructor || !skb->head || skb->alloc_cpu != tid)
+	    skb->destructor || !skb->head)
+		return 0;
+	return cls;
+}
+
+/*
+ * The common free: a plain skb (plain_shell()) of thread @tid, nothing
+ * attached to its shared info. Then skb_release_data() has nothing to do,
+ * and shell and head can stay together as a ready pair. Returns the skb's
+ * __kbuf_class (1 + class), 0 for every other skb.
+ */
+static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
+								      int tid)
+{
+	unsigned int cls = plain_shell(skb);
+	const struct uskb_shared_info *shinfo;
+
+	if (!cls || skb->alloc_cpu != tid)
 		return 0;
 	/* likely: nothing was attached, and the shared info's line is not read */
-	if (__atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED))
+	if (uskb_clean_mark(skb))
 		return cls;
 	shinfo = __uskb_shinfo_peek(skb);
 	if (shinfo->nr_frags || shinfo->frag_list)
@@ -172,13 +185,9 @@ static inline __attribute__((always_inline)) unsigned int plain_class(const stru
  */
 static inline __attribute__((always_inline)) unsigned int defer_tag(const struct uskb *skb)
 {
-	unsigned int cls = skb->__kbuf_class;
+	unsigned int cls = plain_shell(skb);
 
-	if (skb->cloned || skb->fclone || skb->pp_recycle || skb->__zcopy_hint || !cls ||
-	    skb->destructor || !skb->head ||
-	    !__atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED))
-		return 0;
-	return cls;
+	return cls && uskb_clean_mark(skb) ? cls : 0;
 }
 
 /*
