@@ -515,6 +515,56 @@ static void test_clean_deferred(void)
 	CHECK_EQ(stats().defer_pending, 0);
 }
 
+/*
+ * A consumer's burst of the owner's skbs of every kind: plain, with a
+ * destructor, a clone, with a frag. Only the plain one may be tagged;
+ * each other one goes back whole, its destructor run once, by the thread
+ * that freed it (a leak fails the live counters).
+ */
+#define N_MIXED 4
+static struct uskb *mixedv[N_MIXED], *mixed_orig;
+static atomic_int mixed_dtor_calls;
+static pthread_t mixed_dtor_thread;
+
+static void mixed_destructor(struct uskb *skb)
+{
+	(void)skb;
+	atomic_fetch_add(&mixed_dtor_calls, 1);
+	mixed_dtor_thread = pthread_self();
+}
+
+static void *mixed_owner(void *arg)
+{
+	(void)arg;
+	if (uskb_alloc_bulk(mixedv, 2, 100) || !(mixed_orig = uskb_alloc(100)) ||
+	    !(mixedv[3] = uskb_alloc(100)))
+		abort();
+	uskb_put(mixed_orig, 50);
+	mixedv[1]->destructor = mixed_destructor;
+	mixedv[2] = uskb_clone(mixed_orig);
+	uskb_fill_page_desc(mixedv[3], 0, uskb_page_alloc(0), 0, 10);
+	mixedv[3]->len += 10;
+	mixedv[3]->data_len += 10;
+	CHECK(mixedv[2] != NULL);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* freed by the other thread */
+	CHECK_EQ(stats().defer_pending, N_MIXED);
+	CHECK_EQ(uskb_cache_drain(), N_MIXED);
+	/* the clone's data reference went with it: the original is alone again */
+	CHECK_EQ(atomic_load(&__uskb_shinfo_peek(mixed_orig)->dataref), 1);
+	uskb_free(mixed_orig);
+	return NULL;
+}
+
+static void test_mixed_deferred(void)
+{
+	atomic_store(&mixed_dtor_calls, 0);
+	with_owner(mixed_owner, NULL, mixedv, N_MIXED);
+	CHECK_EQ(atomic_load(&mixed_dtor_calls), 1);
+	CHECK(pthread_equal(mixed_dtor_thread, pthread_self()));
+	CHECK_EQ(stats().defer_pending, 0);
+}
+
 /* ---- the drain ahead: half now, the rest (its lines fetched) at later misses ---- */
 
 #define N_STEPV 600
@@ -921,6 +971,7 @@ int main(void)
 	test_carriers();
 	test_clean_here();
 	test_clean_deferred();
+	test_mixed_deferred();
 	test_drain_ahead();
 	test_drain_ahead_long();
 	test_cap_race();

@@ -67,6 +67,38 @@ static inline __attribute__((always_inline)) bool free_clone(struct uskb_tls *t,
 
 #define FREE_BULK_OWNERS 8
 
+/*
+ * uskb_free_bulk()'s part for another thread's skb, its head state
+ * released: into @b's batch for its owner (@tag: see defer_tag()), or
+ * freed here when it cannot be deferred.
+ */
+static inline __attribute__((always_inline)) void defer_gather(struct uskb_tls *t,
+							       struct uskb_defer_batch *b,
+							       unsigned int *nb, struct uskb *skb,
+							       unsigned int tag)
+{
+	struct uskb_tls *o = uskb_defer_owner(skb);
+	unsigned int k;
+
+	if (!o) {
+		uskb_count_add(&t->c[USKB_TC_DIRECT], 1);
+		free_local(t, skb);
+		return;
+	}
+	for (k = 0; k < *nb && b[k].o != o; k++)
+		;
+	if (k == *nb) {
+		/* unlikely: more owners than batches: one at a time */
+		if (k == FREE_BULK_OWNERS) {
+			if (!__uskb_defer_to_owner(t, skb))
+				free_local(t, skb);
+			return;
+		}
+		b[(*nb)++] = (struct uskb_defer_batch){ .o = o };
+	}
+	uskb_defer_batch_add(&b[k], skb, tag);
+}
+
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
@@ -122,40 +154,31 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	}
 	for (; i < n; i++) {
 		struct uskb *skb = skbs[i];
-		struct uskb_tls *o;
+		unsigned int cls;
 
 		if (!skb || !skb_unref(skb))
 			continue;
-		/* likely: a plain skb of ours; counted once for the whole call */
-		if (uskb_likely(free_plain(t, skb, cache_on))) {
-			nplain++;
-			continue;
-		}
-		if (free_clone(t, skb))
-			continue;
-		release_head_state(skb);
-		if (uskb_likely(skb->alloc_cpu == t->id)) {
-			free_local(t, skb);
-			continue;
-		}
-		/* gather per owner; skbs that cannot be deferred are freed here */
-		o = uskb_defer_owner(skb);
-		if (!o) {
-			uskb_count_add(&t->c[USKB_TC_DIRECT], 1);
-			free_local(t, skb);
-			continue;
-		}
-		for (k = 0; k < nb && b[k].o != o; k++)
-			;
-		if (k == nb) {
-			if (nb == FREE_BULK_OWNERS) {
-				if (!__uskb_defer_to_owner(t, skb))
-					free_local(t, skb);
+		/* the shell's tests once: they sort most skbs */
+		cls = plain_shell(skb);
+		if (uskb_likely(cls)) {
+			/* likely in a queue's consumer: another thread's, no destructor to run */
+			if (skb->alloc_cpu != t->id) {
+				defer_gather(t, b, &nb, skb, defer_tag(skb, cls));
 				continue;
 			}
-			b[nb++] = (struct uskb_defer_batch){ .o = o };
+			/* likely otherwise: ours, kept as a ready pair; counted once for the call */
+			if (uskb_likely(free_plain_class(t, skb, plain_data(skb, cls), cache_on))) {
+				nplain++;
+				continue;
+			}
+		} else if (free_clone(t, skb)) {
+			continue;
 		}
-		uskb_defer_batch_add(&b[k], skb, defer_tag(skb));
+		release_head_state(skb);
+		if (uskb_likely(skb->alloc_cpu == t->id))
+			free_local(t, skb);
+		else /* not plain: the owner releases it in full */
+			defer_gather(t, b, &nb, skb, 0);
 	}
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], nplain);
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], nplain);

@@ -156,19 +156,15 @@ static inline __attribute__((always_inline)) unsigned int plain_shell(const stru
 }
 
 /*
- * The common free: a plain skb (plain_shell()) of thread @tid, nothing
- * attached to its shared info. Then skb_release_data() has nothing to do,
- * and shell and head can stay together as a ready pair. Returns the skb's
- * __kbuf_class (1 + class), 0 for every other skb.
+ * plain_class()'s test of the shared info, for an skb of this thread
+ * whose shell passed plain_shell() (@cls): @cls when nothing is attached
+ * to it, else 0.
  */
-static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
-								      int tid)
+static inline __attribute__((always_inline)) unsigned int plain_data(const struct uskb *skb,
+								     unsigned int cls)
 {
-	unsigned int cls = plain_shell(skb);
 	const struct uskb_shared_info *shinfo;
 
-	if (!cls || skb->alloc_cpu != tid)
-		return 0;
 	/* likely: nothing was attached, and the shared info's line is not read */
 	if (uskb_clean_mark(skb))
 		return cls;
@@ -179,14 +175,28 @@ static inline __attribute__((always_inline)) unsigned int plain_class(const stru
 }
 
 /*
- * What an skb of another thread's, its last user gone, carries to its
- * owner: 1 + its class when the owner may keep it as a ready pair without
- * reading it (plain as in plain_class(), the shared info clean), else 0.
+ * The common free: a plain skb (plain_shell()) of thread @tid, nothing
+ * attached to its shared info. Then skb_release_data() has nothing to do,
+ * and shell and head can stay together as a ready pair. Returns the skb's
+ * __kbuf_class (1 + class), 0 for every other skb.
  */
-static inline __attribute__((always_inline)) unsigned int defer_tag(const struct uskb *skb)
+static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
+								      int tid)
 {
 	unsigned int cls = plain_shell(skb);
 
+	return cls && skb->alloc_cpu == tid ? plain_data(skb, cls) : 0;
+}
+
+/*
+ * What an skb of another thread's, its last user gone, carries to its
+ * owner, from its plain_shell() @cls: 1 + its class when the owner may
+ * keep it as a ready pair without reading it (plain as in plain_class(),
+ * the shared info clean), else 0.
+ */
+static inline __attribute__((always_inline)) unsigned int defer_tag(const struct uskb *skb,
+								    unsigned int cls)
+{
 	return cls && uskb_clean_mark(skb) ? cls : 0;
 }
 
@@ -219,17 +229,18 @@ static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *
 }
 
 /*
- * plain_class() and, when the ready pairs have room, the push: true when
- * @skb became a ready pair (the caller counts the free), false with
- * nothing done.
+ * When the ready pairs have room, keep @skb, whose plain_class() is @cls
+ * (0: not plain), as one: true when it became a ready pair (the caller
+ * counts the free), false with nothing done.
  */
-static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
-							     struct uskb *skb, bool cache_on)
+static inline __attribute__((always_inline)) bool free_plain_class(struct uskb_tls *t,
+								   struct uskb *skb,
+								   unsigned int cls, bool cache_on)
 {
-	unsigned int cls, rn;
+	unsigned int rn;
 	struct uskb_ready *r;
 
-	if (!(cls = plain_class(skb, t->id)) || !cache_on)
+	if (!cls || !cache_on)
 		return false;
 	r = &t->ready[cls - 1];
 	rn = r->n;
@@ -238,6 +249,17 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 	ready_push(r, &rn, skb, cls, uskb_vg_on());
 	r->n = rn;
 	return true;
+}
+
+/*
+ * plain_class() and, when the ready pairs have room, the push: true when
+ * @skb became a ready pair (the caller counts the free), false with
+ * nothing done.
+ */
+static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
+							     struct uskb *skb, bool cache_on)
+{
+	return free_plain_class(t, skb, plain_class(skb, t->id), cache_on);
 }
 
 /* Release the data and the shell on this thread (the tail of __kfree_skb). */
