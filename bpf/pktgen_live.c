@@ -153,26 +153,97 @@ static __always_inline void step_headers(struct pgl_cfg *c, struct pgl_state *s,
 		f->count++;
 }
 
-SEC("xdp")
-int pktgen_live(struct xdp_md *ctx)
+/*
+ * The per-call and per-batch work, out of the per-packet path: at a call's
+ * or batch's first frame (the engine sets ts_next to the call's first),
+ * and, within a batch, when the time is due. Reads the stop word; with
+ * the time on, reads the clock. Returns false when sending has stopped.
+ */
+static __noinline bool live_event(__u64 n)
 {
-	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
 	struct pgl_cfg *c = &g.cfg;
 	struct pgl_state *s = &g.st;
-	__u32 nh = c->nh & 0xff, th = c->th & 0xff, flags = c->flags;
-	__u32 ipsum = c->ipsum, usum = c->udpsum, sum;
-	__u8 *eth = data, *iph, *udph;
-	__u32 *pg, zero = 0, *halt = bpf_map_lookup_elem(&stop, &zero);
+	__u32 zero = 0, *halt = bpf_map_lookup_elem(&stop, &zero);
+	__u64 run = n - s->call_base, batch_end = s->call_base + ((run | c->batch_mask) + 1);
+	__u64 tai, ns, in;
 
 	if (!halt || *halt) {
+		s->halted = 1;
 		if (!s->halted_ns) /* when sending stopped: the run's end, for its rate */
 			s->halted_ns = bpf_ktime_get_ns();
-		return XDP_DROP;
+		return false;
 	}
+	if (c->flags & PGL_NO_TIMESTAMP) {
+		s->ts_next = batch_end;
+		return true;
+	}
+	tai = bpf_ktime_get_tai_ns();
+	ns = tai - c->tai_off;
+	in = ns - s->ts_base;
+	/*
+	 * Within a batch: how many frames the last read's took a microsecond
+	 * for. (A batch's first read follows the last batch's sending: no
+	 * measure of the program's own pace.)
+	 */
+	if (run & c->batch_mask) {
+		__u64 el = tai - s->ts_tai, per_us = el ? (n - s->ts_n) * 1000 / el : 64;
 
-	/* the engine checked the frame; the verifier wants to see it here too */
-	if (data + 14 + 20 + 8 + 16 > end || data + nh + 20 > end || data + th + 8 + 16 > end ||
-	    ((flags & PGL_IPV6) && data + nh + 40 > end)) {
+		/* (at most half a batch: the next batch measures again) */
+		s->ts_every = per_us < 1 ? 1 : per_us > 32 ? 32 : (__u32)per_us;
+	}
+	s->ts_tai = tai;
+	s->ts_n = n;
+	/* a new second (or the clock set back: in wrapped): the one division */
+	if (in >= 1000000000) {
+		__u64 sec = ns / 1000000000;
+
+		s->ts_base = sec * 1000000000;
+		s->ts_sec = bpf_htonl((__u32)sec);
+		in = ns - s->ts_base;
+	}
+	/* in / 1000 for in < 2^32, by multiplying (Granlund-Montgomery) */
+	s->ts_usec = bpf_htonl((__u32)((in * 4398046512ull) >> 42));
+	s->ts_sum = halves(s->ts_sec) + halves(s->ts_usec);
+	s->ts_next = n + s->ts_every < batch_end ? n + s->ts_every : batch_end;
+	return true;
+}
+
+/*
+ * One frame: @step (a constant in each entry point) says whether the
+ * headers change besides the sequence number, time and IPv4 id
+ * (PGL_STEP). Without it the compiler drops step_headers() and its
+ * registers: the common configuration's program is the short one.
+ */
+static __always_inline int live_frame(struct xdp_md *ctx, const bool step)
+{
+	struct pgl_cfg *c = &g.cfg;
+	struct pgl_state *s = &g.st;
+	__u64 n = s->frames; /* this frame's number: sequence number and IPv4 id follow it */
+	__u32 nh, th, flags, ipsum, usum, sum;
+	__u8 *data, *end, *eth, *iph, *udph;
+	__u32 *pg;
+
+	/* first: nothing else is loaded yet to keep across the call */
+	if (s->halted)
+		return XDP_DROP;
+	if (n >= s->ts_next && !live_event(n))
+		return XDP_DROP;
+	data = (__u8 *)(long)ctx->data;
+	end = (__u8 *)(long)ctx->data_end;
+	eth = data;
+	nh = c->nh & 0xff;
+	th = c->th & 0xff;
+	flags = c->flags;
+	ipsum = c->ipsum;
+	usum = c->udpsum;
+
+	/*
+	 * The engine checked the frame; the verifier wants to see what is
+	 * written here too: the pktgen header always, the MACs when stepped,
+	 * the IPv4 header, and the IPv6 destination when stepped.
+	 */
+	if (data + th + 8 + 16 > end || (step && data + 14 > end) ||
+	    (!(flags & PGL_IPV6) ? data + nh + 20 > end : step && data + nh + 40 > end)) {
 		s->aborted++;
 		return XDP_ABORTED;
 	}
@@ -181,7 +252,7 @@ int pktgen_live(struct xdp_md *ctx)
 	pg = (__u32 *)(udph + 8);
 
 	/* what changes from packet to packet besides the sequence number, time and IPv4 id */
-	if (flags & PGL_STEP) {
+	if (step) {
 		step_headers(c, s, eth, flags);
 		*(__u16 *)udph = bpf_htons((__u16)s->cur_udp_src);
 		*(__u16 *)(udph + 2) = bpf_htons((__u16)s->cur_udp_dst);
@@ -203,54 +274,20 @@ int pktgen_live(struct xdp_md *ctx)
 	}
 
 	/* the pktgen header, the IPv4 id and checksum, the UDP checksum */
-	pg[1] = bpf_htonl(s->seq);
+	pg[1] = bpf_htonl(s->seq_base + (__u32)n);
 	if (flags & PGL_NO_TIMESTAMP) {
 		pg[2] = 0;
 		pg[3] = 0;
 	} else {
-		__u32 run = s->run++;
-
-		/* the clock at a batch's first frame, then every ts_every (at ~40 ns a read) */
-		if (!(run & c->batch_mask) || !s->ts_left) {
-			__u64 tai = bpf_ktime_get_tai_ns(), ns = tai - c->tai_off, in = ns - s->ts_base;
-
-			/*
-			 * Within a batch: how many frames the last ts_every took a
-			 * microsecond for. (A batch's first read follows the last
-			 * batch's sending: no measure of the program's own pace.)
-			 */
-			if (run & c->batch_mask) {
-				__u64 el = tai - s->ts_tai, per_us = el ? s->ts_every * 1000ull / el : 64;
-
-				/* (at most half a batch: the next batch measures again) */
-				s->ts_every = per_us < 1 ? 1 : per_us > 32 ? 32 : (__u32)per_us;
-			}
-			s->ts_tai = tai;
-
-			/* a new second (or the clock set back: in wrapped): the one division */
-			if (in >= 1000000000) {
-				__u64 sec = ns / 1000000000;
-
-				s->ts_base = sec * 1000000000;
-				s->ts_sec = bpf_htonl((__u32)sec);
-				in = ns - s->ts_base;
-			}
-			/* in / 1000 for in < 2^32, by multiplying (Granlund-Montgomery) */
-			s->ts_usec = bpf_htonl((__u32)((in * 4398046512ull) >> 42));
-			s->ts_sum = halves(s->ts_sec) + halves(s->ts_usec);
-			s->ts_left = s->ts_every;
-		}
-		s->ts_left--;
 		pg[2] = s->ts_sec;
 		pg[3] = s->ts_usec;
 		usum += s->ts_sum;
 	}
 	if (!(flags & PGL_IPV6)) {
-		__u16 id = bpf_htons((__u16)s->ip_id);
+		__u16 id = bpf_htons((__u16)(s->ip_id_base + (__u32)n));
 
 		*(__u16 *)(iph + 4) = id;
 		*(__u16 *)(iph + 10) = (__u16)~fold(ipsum + id);
-		s->ip_id++;
 	}
 	if (flags & PGL_UDPCSUM) {
 		__u32 check;
@@ -259,9 +296,22 @@ int pktgen_live(struct xdp_md *ctx)
 		check = ~fold(usum) & 0xffff;
 		*(__u16 *)(udph + 6) = check ? (__u16)check : 0xffff;
 	}
-	s->seq++;
-	s->frames++;
+	s->frames = n + 1;
 	return XDP_TX;
+}
+
+/* the headers change (ranges, flows, random fields): the engine loads this one */
+SEC("xdp")
+int pktgen_live(struct xdp_md *ctx)
+{
+	return live_frame(ctx, true);
+}
+
+/* only the sequence number, the time and the IPv4 id change */
+SEC("xdp")
+int pktgen_live_fixed(struct xdp_md *ctx)
+{
+	return live_frame(ctx, false);
 }
 
 char _license[] SEC("license") = "Dual MIT/GPL";

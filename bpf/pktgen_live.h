@@ -123,29 +123,38 @@ struct pgl_cfg {
 };
 
 struct pgl_state {
-	__u64 frames; /* frames the program sent (XDP_TX), since the start */
+	/*
+	 * Frames the program sent (XDP_TX), since the start. The only count
+	 * it steps per frame: the sequence number and the IPv4 id go with it.
+	 */
+	__u64 frames;
 	__u64 ts_base; /* the time's current second, in ns (0: none yet) */
-	__u32 seq;
-	__u32 ip_id;
+	__u32 seq_base;	  /* the sequence number of frame 0 */
+	__u32 ip_id_base; /* the IPv4 id of frame 0 */
 	__u32 cur_saddr, cur_daddr; /* network order */
 	__u32 cur_daddr6[4];
 	__u32 cur_udp_src, cur_udp_dst;
 	__u32 cur_src_mac_offset, cur_dst_mac_offset;
 	__u32 curfl, nflows;
 	__u32 aborted; /* frames the program could not write (shorter than cfg.len): not sent */
+	__u32 halted;  /* the stop word was seen: the rest sends nothing */
 	/*
-	 * The time. The clock is read at each batch's first frame, and within
-	 * a batch every ts_every frames: as many as the program itself ran in
-	 * a microsecond when it last measured (1 to 32, so that each batch of
+	 * The per-batch work (live_event()) runs at frame ts_next: a call's
+	 * first (the engine sets it to frames before each call), each batch's
+	 * first, and within a batch when the time is due. With the time on,
+	 * the clock is read then: at each batch's first frame, and within a
+	 * batch every ts_every frames: as many as the program itself ran in a
+	 * microsecond when it last measured (1 to 32, so that each batch of
 	 * 64 measures). So a packet's time is about a microsecond behind at
 	 * most, never ahead.
 	 */
-	__u32 run;		  /* runs in this call: the engine zeroes it before each */
+	__u64 ts_next;
+	__u64 call_base;	  /* frames at the call's start: batches count from it */
 	__u32 ts_every;
-	__u32 ts_left;		  /* packets still to take the time read last */
 	__u32 ts_sec, ts_usec;	  /* that time, as the pktgen header has it (big-endian) */
 	__u32 ts_sum;		  /* their 16-bit halves summed, for the UDP checksum */
 	__u64 ts_tai;		  /* when it was read: the clock's TAI ns */
+	__u64 ts_n;		  /* and at which frame */
 	__u64 halted_ns;	  /* CLOCK_MONOTONIC when the stop word halted the sending; 0: not */
 };
 

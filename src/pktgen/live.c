@@ -228,8 +228,11 @@ void __uskb_pg_live_free(struct uskb_pktgen *pg)
 }
 
 /* the program and its maps; 0, or -errno with libbpf's reason in @why (@len bytes) */
-static int live_load(struct pg_live *l, int stop_fd, unsigned int cflows, char *why, size_t len)
+static int live_load(struct pg_live *l, int stop_fd, unsigned int cflows, bool step, char *why,
+		     size_t len)
 {
+	/* the program that steps headers, or the short one (see bpf/pktgen_live.c) */
+	const char *pname = step ? "pktgen_live" : "pktgen_live_fixed";
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "uskb_pktgen");
 	libbpf_print_fn_t old;
 	struct bpf_program *prog;
@@ -252,11 +255,15 @@ static int live_load(struct pg_live *l, int stop_fd, unsigned int cflows, char *
 	m = bpf_object__find_map_by_name(l->obj, "stop");
 	if (!err)
 		err = m ? bpf_map__reuse_fd(m, stop_fd) : -ENOENT;
+	/* only the one this device runs is verified and loaded */
+	bpf_object__for_each_program(prog, l->obj)
+		if (!err)
+			err = bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), pname));
 	if (!err)
 		err = bpf_object__load(l->obj);
 	if (err)
 		goto out;
-	prog = bpf_object__find_program_by_name(l->obj, "pktgen_live");
+	prog = bpf_object__find_program_by_name(l->obj, pname);
 	l->prog_fd = prog ? bpf_program__fd(prog) : -ENOENT;
 	err = l->prog_fd < 0 ? l->prog_fd : 0;
 	/*
@@ -366,8 +373,8 @@ static void live_setup(struct pg_live *l, const struct pg_dev *d, const struct p
 	c->tai_off = tai_offset();
 	c->batch_mask = LIVE_BATCH - 1;
 	s->ts_every = 1;
-	s->seq = d->seq_num;
-	s->ip_id = ip_id0;
+	s->seq_base = d->seq_num;
+	s->ip_id_base = ip_id0;
 	s->cur_saddr = p0->cur_saddr;
 	s->cur_daddr = p0->cur_daddr;
 	memcpy(s->cur_daddr6, &p0->cur_in6_daddr, 16);
@@ -424,7 +431,8 @@ int __uskb_pg_live_start(struct pg_dev *d)
 	uskb_free(skb);
 	err = live_stop_word(d->t->pg);
 	if (!err)
-		err = live_load(l, d->t->pg->live_stop_fd, d->p.cflows, why, sizeof(why));
+		err = live_load(l, d->t->pg->live_stop_fd, d->p.cflows, __uskb_pg_headers_vary(d), why,
+				sizeof(why));
 	if (err) {
 		snprintf(d->result, RESULT_SZ, "ERROR: %s: loading the live program: %s%s%s", d->odevname,
 			 strerror(-err), why[0] ? ": " : "", why);
@@ -456,7 +464,9 @@ int __uskb_pg_live_send(struct pg_dev *d, uint32_t *np, uint64_t *ok)
 	}
 	n = *np;
 	l->sh->cfg.tai_off = tai_offset(); /* the clock may have been set since */
-	l->sh->st.run = 0;		    /* a call's first packet reads the clock */
+	/* the kernel's batches start with the call: its first frame runs the per-batch work */
+	s->call_base = s->frames;
+	s->ts_next = s->frames;
 	err = uskb_dev_xdp_run(d->nd->dev, d->cur_queue_map, l->prog_fd, l->frame, l->len, n,
 			       LIVE_BATCH, (const volatile uint64_t *)&s->frames);
 	frames = s->frames;
@@ -484,8 +494,8 @@ void __uskb_pg_live_account(struct pg_dev *d, uint64_t ok)
 
 	l->frames += ok;
 	/* the state the device's file shows, as the program left it */
-	d->seq_num = s->seq;
-	d->ip_id = (uint16_t)s->ip_id;
+	d->seq_num = s->seq_base + (uint32_t)s->frames;
+	d->ip_id = (uint16_t)(s->ip_id_base + (uint32_t)s->frames);
 	d->p.cur_saddr = s->cur_saddr;
 	d->p.cur_daddr = s->cur_daddr;
 	memcpy(&d->p.cur_in6_daddr, s->cur_daddr6, 16);
