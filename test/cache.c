@@ -565,6 +565,58 @@ static void test_mixed_deferred(void)
 	CHECK_EQ(stats().defer_pending, 0);
 }
 
+/*
+ * One burst with two owners' skbs, interleaved and then in runs: each
+ * owner's drain gets its own back, every one, and no other.
+ */
+#define N_TWO 24
+static struct uskb *twov[2][N_TWO];
+static unsigned int two_drained[2];
+static pthread_barrier_t two_bar;
+
+static void *two_owner(void *arg)
+{
+	int o = (int)(intptr_t)arg;
+
+	if (uskb_alloc_bulk(twov[o], N_TWO, 100))
+		abort();
+	pthread_barrier_wait(&two_bar);
+	pthread_barrier_wait(&two_bar); /* freed by the main thread */
+	two_drained[o] = uskb_cache_drain();
+	return NULL;
+}
+
+static void test_two_owners(void)
+{
+	struct uskb *v[2 * N_TWO];
+	pthread_t th[2];
+	int i, n = 0;
+
+	set_defer_max(1000);
+	pthread_barrier_init(&two_bar, NULL, 3);
+	for (i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, two_owner, (void *)(intptr_t)i);
+	pthread_barrier_wait(&two_bar);
+	/* A B A B ..., then A A A B B B ... */
+	for (i = 0; i < N_TWO / 2; i++) {
+		v[n++] = twov[0][i];
+		v[n++] = twov[1][i];
+	}
+	for (i = N_TWO / 2; i < N_TWO; i++)
+		v[n++] = twov[0][i];
+	for (i = N_TWO / 2; i < N_TWO; i++)
+		v[n++] = twov[1][i];
+	uskb_free_bulk(v, (unsigned int)n);
+	pthread_barrier_wait(&two_bar);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&two_bar);
+	set_defer_max(128);
+	CHECK_EQ(two_drained[0], N_TWO);
+	CHECK_EQ(two_drained[1], N_TWO);
+	CHECK_EQ(stats().defer_pending, 0);
+}
+
 /* ---- the drain ahead: half now, the rest (its lines fetched) at later misses ---- */
 
 #define N_STEPV 600
@@ -972,6 +1024,7 @@ int main(void)
 	test_clean_here();
 	test_clean_deferred();
 	test_mixed_deferred();
+	test_two_owners();
 	test_drain_ahead();
 	test_drain_ahead_long();
 	test_cap_race();

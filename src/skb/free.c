@@ -70,12 +70,14 @@ static inline __attribute__((always_inline)) bool free_clone(struct uskb_tls *t,
 /*
  * uskb_free_bulk()'s part for another thread's skb, its head state
  * released: into @b's batch for its owner (@tag: see defer_tag()), or
- * freed here when it cannot be deferred.
+ * freed here when it cannot be deferred. Returns the batch's index, or
+ * FREE_BULK_OWNERS when it went to none.
  */
-static inline __attribute__((always_inline)) void defer_gather(struct uskb_tls *t,
-							       struct uskb_defer_batch *b,
-							       unsigned int *nb, struct uskb *skb,
-							       unsigned int tag)
+static inline __attribute__((always_inline)) unsigned int defer_gather(struct uskb_tls *t,
+								       struct uskb_defer_batch *b,
+								       unsigned int *nb,
+								       struct uskb *skb,
+								       unsigned int tag)
 {
 	struct uskb_tls *o = uskb_defer_owner(skb);
 	unsigned int k;
@@ -83,7 +85,7 @@ static inline __attribute__((always_inline)) void defer_gather(struct uskb_tls *
 	if (!o) {
 		uskb_count_add(&t->c[USKB_TC_DIRECT], 1);
 		free_local(t, skb);
-		return;
+		return FREE_BULK_OWNERS;
 	}
 	for (k = 0; k < *nb && b[k].o != o; k++)
 		;
@@ -92,18 +94,20 @@ static inline __attribute__((always_inline)) void defer_gather(struct uskb_tls *
 		if (k == FREE_BULK_OWNERS) {
 			if (!__uskb_defer_to_owner(t, skb))
 				free_local(t, skb);
-			return;
+			return FREE_BULK_OWNERS;
 		}
 		b[(*nb)++] = (struct uskb_defer_batch){ .o = o };
 	}
 	uskb_defer_batch_add(&b[k], skb, tag);
+	return k;
 }
 
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
 	struct uskb_defer_batch b[FREE_BULK_OWNERS];
-	unsigned int i, nb = 0, k, nplain = 0;
+	unsigned int i, nb = 0, k, nplain = 0, last_k = 0;
+	int last_cpu = -1; /* the owner of the last plain skb deferred into a batch, b[last_k] */
 	bool cache_on;
 
 	/* unlikely: no thread state (out of memory): one at a time through the fallback */
@@ -163,7 +167,19 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		if (uskb_likely(cls)) {
 			/* likely in a queue's consumer: another thread's, no destructor to run */
 			if (skb->alloc_cpu != t->id) {
-				defer_gather(t, b, &nb, skb, defer_tag(skb, cls));
+				/*
+				 * likely: the last one's owner, whose batch it joins (a plain
+				 * shell leaves only the owner to tell where it goes)
+				 */
+				if (uskb_likely(skb->alloc_cpu == last_cpu)) {
+					uskb_defer_batch_add(&b[last_k], skb, defer_tag(skb, cls));
+				} else {
+					k = defer_gather(t, b, &nb, skb, defer_tag(skb, cls));
+					if (k < FREE_BULK_OWNERS) {
+						last_cpu = skb->alloc_cpu;
+						last_k = k;
+					}
+				}
 				continue;
 			}
 			/* likely otherwise: ours, kept as a ready pair; counted once for the call */
