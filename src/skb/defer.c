@@ -65,6 +65,8 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
 	uintptr_t old;
 	struct uskb *c;
 
+	/* the last carrier's count, kept in the batch until now (also for a caller's fallback) */
+	uskb_carrier(b->last)->n = b->last_n;
 	/* acquire: pairs with the release that made the slot alive */
 	if (!atomic_load_explicit(&b->o->alive, memory_order_acquire))
 		return false;
@@ -116,7 +118,7 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
  */
 bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 {
-	struct uskb_defer_batch b = { .o = uskb_defer_owner(skb) };
+	struct uskb_defer_batch b = USKB_DEFER_BATCH(uskb_defer_owner(skb));
 
 	if (b.o) {
 		uskb_defer_batch_add(&b, skb, 0);

@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) unsigned int defer_gather(struct us
 				free_local(t, skb);
 			return FREE_BULK_OWNERS;
 		}
-		b[(*nb)++] = (struct uskb_defer_batch){ .o = o };
+		b[(*nb)++] = USKB_DEFER_BATCH(o);
 	}
 	uskb_defer_batch_add(&b[k], skb, tag);
 	return k;

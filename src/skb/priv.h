@@ -357,8 +357,17 @@ struct uskb_defer_batch {
 	struct uskb_tls *o;
 	struct uskb *first, *last; /* carriers */
 	long n;			   /* skbs, carriers included */
-	unsigned int last_n;	   /* skbs the last carrier holds, kept here: its line is only written */
+	/*
+	 * skbs the last carrier holds, kept here: its line is only written,
+	 * its n only when it is closed (a new carrier, or the push).
+	 * USKB_CARRY_MAX in an empty batch: no room, so the first skb
+	 * starts a carrier.
+	 */
+	unsigned int last_n;
 };
+
+/* an empty batch for owner @o */
+#define USKB_DEFER_BATCH(owner) ((struct uskb_defer_batch){ .o = (owner), .last_n = USKB_CARRY_MAX })
 
 /*
  * Add @skb to @b: into the last carrier while it has room (@tag in its
@@ -367,27 +376,25 @@ struct uskb_defer_batch {
 static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb *skb,
 					unsigned int tag)
 {
-	struct uskb_carrier *c = b->last ? uskb_carrier(b->last) : NULL;
-
 	/*
 	 * The carrier's line belongs to the skb's owner until written: only
 	 * stores here, which do not wait for it, and no read of it.
 	 */
 	b->n++;
-	if (c && b->last_n < USKB_CARRY_MAX) {
-		c->skb[b->last_n++] = (struct uskb *)((uintptr_t)skb | tag);
-		c->n = b->last_n;
+	if (uskb_likely(b->last_n < USKB_CARRY_MAX)) {
+		uskb_carrier(b->last)->skb[b->last_n++] = (struct uskb *)((uintptr_t)skb | tag);
 		return;
 	}
-	uskb_carrier(skb)->next = NULL;
-	uskb_carrier(skb)->n = 0;
-	uskb_carrier(skb)->nahead = 0;
-	b->last_n = 0;
-	if (c)
-		c->next = skb;
-	else
+	if (b->last) {
+		uskb_carrier(b->last)->n = b->last_n;
+		uskb_carrier(b->last)->next = skb;
+	} else {
 		b->first = skb;
+	}
+	uskb_carrier(skb)->next = NULL;
+	uskb_carrier(skb)->nahead = 0;
 	b->last = skb;
+	b->last_n = 0;
 }
 
 /* push @skb (last user gone, owner another thread) to its owner; false: free it here */
