@@ -190,20 +190,33 @@ static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, b
 		for (i = 0; i < m; i++)
 			if (!((uintptr_t)run[i] & USKB_CARRY_TAG))
 				__builtin_prefetch(run[i]->head + run[i]->end, 1);
-	for (i = 0; i < m; i++) {
+	for (i = 0; i < m;) {
 		unsigned int cls = (uintptr_t)run[i] & USKB_CARRY_TAG;
-		struct uskb *skb = uskb_carried(run[i]);
 
-		/* likely: plain and clean, its users already 0 (defer_mark) */
-		if (cls && cache_on && t->ready[cls - 1].n < USKB_READY_SIZE) {
+		/*
+		 * likely: plain and clean, its users already 0 (defer_mark), and
+		 * the skbs after it too: a stretch of one class, its ready list in
+		 * locals, while the pairs have room
+		 */
+		if (cls && cache_on) {
+			struct uskb_ready *r = &t->ready[cls - 1];
+			unsigned int rn = r->n, i0 = i, lim;
+
+			/* as far as the run and the pairs' room go: one test a skb left, its tag */
+			lim = m - i < USKB_READY_SIZE - rn ? m : i + (USKB_READY_SIZE - rn);
 			if (pre)
-				ready_keep(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
+				for (; i < lim && ((uintptr_t)run[i] & USKB_CARRY_TAG) == cls; i++)
+					ready_keep(r, &rn, uskb_carried(run[i]), cls, vg);
 			else
-				ready_push(&t->ready[cls - 1], &t->ready[cls - 1].n, skb, cls, vg);
-			kept++;
-			continue;
+				for (; i < lim && ((uintptr_t)run[i] & USKB_CARRY_TAG) == cls; i++)
+					ready_push(r, &rn, uskb_carried(run[i]), cls, vg);
+			r->n = rn;
+			kept += i - i0;
+			if (i > i0)
+				continue;
 		}
-		free_local(t, skb);
+		free_local(t, uskb_carried(run[i]));
+		i++;
 	}
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], kept);
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], kept);
