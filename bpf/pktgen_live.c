@@ -3,11 +3,13 @@
  * uskb-pktgen's live-frames program (the xdp-live: device). The kernel runs
  * it on one frame, the packet uskb-pktgen built, over and over
  * (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES); each run steps the
- * header state as the kernel pktgen's mod_cur_headers() does, writes the
- * fields that change into the frame (MAC addresses, UDP ports, IP
- * addresses, IPv4 id and checksum, the pktgen header's sequence number and
- * time, the UDP checksum) and sends it: XDP_TX, out of the interface the
- * run names. Built with clang -target bpf and linked into libuskb-pktgen.
+ * header state as the kernel pktgen's mod_cur_headers() does (entry point
+ * pktgen_live; pktgen_live_fixed, for commands whose headers do not change,
+ * leaves that out), writes the fields that change into the frame (MAC
+ * addresses, UDP ports, IP addresses, IPv4 id and checksum, the pktgen
+ * header's sequence number and time, the UDP checksum) and sends it:
+ * XDP_TX, out of the interface the run names. Built with clang -target bpf
+ * and linked into libuskb-pktgen.
  */
 #include <stdbool.h>
 
@@ -26,11 +28,12 @@ struct {
 	__type(value, struct pgl_flow);
 } flows SEC(".maps");
 
-/* the MAC offset of a range: the next one, or a random one; false: no range */
 /*
- * The instance's stop word (the engine shares one map among its programs):
- * set, the rest of a call sends nothing and counts nothing, so a stop
- * does not wait for the call to end.
+ * The instance's stop word (the engine shares one map among its programs),
+ * read by live_event() (each batch's first frame, and each read of the
+ * clock): once it is seen set, the rest of the call sends nothing and
+ * counts nothing, so a stop does not wait for the call to end (at most
+ * the rest of a batch of 64 still goes).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -40,6 +43,7 @@ struct {
 	__type(value, __u32);
 } stop SEC(".maps");
 
+/* the MAC offset of a range: the next one, or a random one; false: no range */
 static __always_inline bool mac_step(__u32 count, __u32 *offset, bool rnd, __u32 *mc)
 {
 	if (count <= 1)
@@ -264,8 +268,6 @@ static __always_inline int live_frame(struct xdp_md *ctx, const bool step)
 			ipsum += sum;
 			usum += sum;
 		} else {
-			if (iph + 40 > (__u8 *)end)
-				return XDP_ABORTED;
 			for (int i = 0; i < 4; i++) {
 				*(__u32 *)(iph + 24 + 4 * i) = s->cur_daddr6[i];
 				usum += halves(s->cur_daddr6[i]);

@@ -30,9 +30,11 @@ enum {
 	PGL_DST6_RND = 1 << 10,	   /* min_in6_daddr is set: random IPv6 destinations */
 	/*
 	 * Something besides the sequence number, time and IPv4 id changes
-	 * (flows, MAC, port or address ranges): the program steps the header
-	 * state and writes ports and addresses. Without it they stay as built
-	 * and the checksums' base sums include them.
+	 * (flows, MAC, port or address ranges): the engine loads the entry
+	 * point pktgen_live, which steps the header state and writes ports
+	 * and addresses, and leaves them out of the checksums' base sums.
+	 * Without it, pktgen_live_fixed, and the base sums include them as
+	 * built. Flag and entry point must agree, or the checksums are wrong.
 	 */
 	PGL_STEP = 1 << 11,
 };

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,7 +108,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	struct uskb_tls *t = uskb_tls();
 	struct uskb_defer_batch b[FREE_BULK_OWNERS];
 	unsigned int i, nb = 0, k, nplain = 0, last_k = 0;
-	int last_cpu = -1; /* the owner of the last plain skb deferred into a batch, b[last_k] */
+	/* the owner of the last plain skb deferred into a batch, b[last_k]; none: no int16_t's */
+	int last_cpu = INT_MAX;
 	bool cache_on;
 
 	/* unlikely: no thread state (out of memory): one at a time through the fallback */
