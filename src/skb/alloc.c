@@ -122,7 +122,6 @@ build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner
 		init_shinfo((struct uskb_shared_info *)(data + size));
 }
 
-
 static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
 {
 	struct uskb_fclones *fc = aligned_alloc(USKB_CACHE_BYTES,

@@ -84,16 +84,16 @@ struct uskb_ready {
 	struct uskb *skb[USKB_READY_SIZE];
 };
 
-/*
- * Take a ready pair's shell out of the cache and read the head it kept:
- * to valgrind the shell is then undefined but for that word.
- */
 /* The skb's clean mark (see uskb_shinfo()): its shared info is as allocated. */
 static inline bool uskb_clean_mark(const struct uskb *skb)
 {
 	return __atomic_load_n(&skb->__shinfo_clean, __ATOMIC_RELAXED);
 }
 
+/*
+ * Take a ready pair's shell out of the cache and read the head it kept:
+ * to valgrind the shell is then undefined but for that word.
+ */
 static inline unsigned char *uskb_ready_take(struct uskb *skb)
 {
 	uskb_mem_handed_out(skb, sizeof(*skb));
