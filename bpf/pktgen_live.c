@@ -172,9 +172,11 @@ static __noinline bool live_event(__u64 n)
 	__u64 tai, ns, in;
 
 	if (!halt || *halt) {
-		s->halted = 1;
-		if (!s->halted_ns) /* when sending stopped: the run's end, for its rate */
-			s->halted_ns = bpf_ktime_get_ns();
+		/*
+		 * When sending stopped: the run's end, for its rate, and from now
+		 * on every frame's halt (called no more once set)
+		 */
+		s->halted_ns = bpf_ktime_get_ns() | 1;
 		return false;
 	}
 	if (c->flags & PGL_NO_TIMESTAMP) {
@@ -228,7 +230,7 @@ static __always_inline int live_frame(struct xdp_md *ctx, const bool step)
 	__u32 *pg;
 
 	/* first: nothing else is loaded yet to keep across the call */
-	if (s->halted)
+	if (s->halted_ns)
 		return XDP_DROP;
 	if (n >= s->ts_next && !live_event(n))
 		return XDP_DROP;

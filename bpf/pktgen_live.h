@@ -139,7 +139,6 @@ struct pgl_state {
 	__u32 cur_src_mac_offset, cur_dst_mac_offset;
 	__u32 curfl, nflows;
 	__u32 aborted; /* frames the program could not write (shorter than cfg.len): not sent */
-	__u32 halted;  /* the stop word was seen: the rest sends nothing */
 	/*
 	 * The per-batch work (live_event()) runs at frame ts_next: a call's
 	 * first (the engine sets it to frames before each call), each batch's
@@ -157,7 +156,11 @@ struct pgl_state {
 	__u32 ts_sum;		  /* their 16-bit halves summed, for the UDP checksum */
 	__u64 ts_tai;		  /* when it was read: the clock's TAI ns */
 	__u64 ts_n;		  /* and at which frame */
-	__u64 halted_ns;	  /* CLOCK_MONOTONIC when the stop word halted the sending; 0: not */
+	/*
+	 * CLOCK_MONOTONIC when the stop word halted the sending (its lowest
+	 * bit set, so never 0); 0: not. Once set, the rest sends nothing.
+	 */
+	__u64 halted_ns;
 };
 
 struct pgl_shared {
