@@ -6,10 +6,11 @@
  * producer/consumer with the consumer on lcore 1 freeing into the mempool
  * (through the same SPSC ring the uskb benchmark uses).
  *
- * Then the same three loops head to head: DPDK's and uskb's (linked in)
- * timed in short runs that alternate within this one process, so a vCPU
- * whose speed drifts (this VM's do, by up to 1.6x within minutes) slows
- * both sides alike. Rows "h2h.<loop>.dpdk" and "h2h.<loop>.uskb".
+ * Then the same three loops and the producer/consumer head to head:
+ * DPDK's and uskb's (linked in) timed in short runs that alternate within
+ * this one process, so a vCPU whose speed drifts (this VM's do, by up to
+ * 1.6x within minutes, and 4x for the two threads' loop) slows both sides
+ * alike. Rows "h2h.<loop>.dpdk" and "h2h.<loop>.uskb"; "h2h.pc.ratio".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
@@ -46,23 +47,48 @@ static int pc_consumer(void *arg)
 	return 0;
 }
 
-static double pc_run(unsigned int worker)
+/* uskb's side of the head-to-head: the same loop, freeing to the owner */
+static int pc_consumer_uskb(void *arg)
 {
-	struct rte_mbuf *v[BURST];
+	struct uskb *v[BURST];
+	long got = 0;
+
+	(void)arg;
+	while (got < pc_total) {
+		unsigned int n = spsc_pop(&ring, (void **)v, BURST);
+
+		if (!n)
+			continue;
+		uskb_free_bulk(v, n);
+		got += n;
+	}
+	uskb_thread_flush(); /* the last part-filled batches go to the owner */
+	return 0;
+}
+
+/* Mops/s of pc_total skbs (@uskb) or mbufs allocated here and freed on @worker */
+static double pc_run(unsigned int worker, int uskb)
+{
+	void *v[BURST];
 	long sent = 0;
 	double t0;
 
 	atomic_store(&ring.head, 0);
 	atomic_store(&ring.tail, 0);
-	rte_eal_remote_launch(pc_consumer, NULL, worker);
+	rte_eal_remote_launch(uskb ? pc_consumer_uskb : pc_consumer, NULL, worker);
 	t0 = bench_now_ns();
 	while (sent < pc_total) {
 		unsigned int k = 0;
 
-		while (rte_pktmbuf_alloc_bulk(mp, v, BURST))
-			; /* pool momentarily empty: the consumer is behind */
+		if (uskb) {
+			if (uskb_alloc_bulk((struct uskb **)v, BURST, 256))
+				abort();
+		} else {
+			while (rte_pktmbuf_alloc_bulk(mp, (struct rte_mbuf **)v, BURST))
+				; /* pool momentarily empty: the consumer is behind */
+		}
 		while (k < BURST)
-			k += spsc_push(&ring, (void **)v + k, BURST - k);
+			k += spsc_push(&ring, v + k, BURST - k);
 		sent += BURST;
 	}
 	rte_eal_wait_lcore(worker);
@@ -179,6 +205,38 @@ static void head_to_head(long n)
 	uskb_free(h2h_stmpl);
 }
 
+/*
+ * Producer/consumer head to head: runs of 1M operations, DPDK's and uskb's
+ * in turn, so that both sides of a pair see the vCPUs at one speed. Prints
+ * the medians (Mops/s) and the median of the pairs' uskb/DPDK ratios.
+ */
+static void pc_head_to_head(unsigned int worker)
+{
+	double d[H2H_RUNS], u[H2H_RUNS], q[H2H_RUNS];
+	long keep = pc_total;
+	int k, runs = bench_smoke() ? 1 : H2H_RUNS;
+
+	pc_total = bench_n(1000000L);
+	bench_row("h2h.pc (dpdk, uskb alternating)");
+	pc_run(worker, 0);
+	pc_run(worker, 1);
+	for (k = 0; k < runs; k++) {
+		if (k & 1) {
+			u[k] = pc_run(worker, 1);
+			d[k] = pc_run(worker, 0);
+		} else {
+			d[k] = pc_run(worker, 0);
+			u[k] = pc_run(worker, 1);
+		}
+		q[k] = u[k] / d[k];
+	}
+	printf("h2h.pc.dpdk %.2f\n", bench_median(d, runs));
+	printf("h2h.pc.uskb %.2f\n", bench_median(u, runs));
+	printf("h2h.pc.ratio %.2f\n", bench_median(q, runs));
+	fflush(stdout);
+	pc_total = keep;
+}
+
 int main(int argc, char **argv)
 {
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "--no-telemetry", "-m", "512",
@@ -226,12 +284,14 @@ int main(int argc, char **argv)
 		int k, runs = bench_smoke() ? 1 : 5;
 
 		bench_row("pc.dpdk");
-		pc_run(worker);
+		pc_run(worker, 0);
 		for (k = 0; k < runs; k++)
-			r[k] = pc_run(worker);
+			r[k] = pc_run(worker, 0);
 		printf("pc.dpdk %.2f\n", bench_median(r, runs));
 	}
 	head_to_head(bench_n(4000000L));
+	if (worker < RTE_MAX_LCORE)
+		pc_head_to_head(worker);
 	rte_mempool_free(mp);
 	rte_eal_cleanup();
 	return 0;
