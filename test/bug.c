@@ -126,6 +126,33 @@ static void double_free_deferred(void)
 	uskb_free(skb);
 }
 
+/* a burst of a live thread's skbs, deferred to it: a second free of one must be caught */
+static struct uskb *live_burst[8];
+static pthread_barrier_t live_bar;
+
+static void *alloc_burst_and_wait(void *arg)
+{
+	(void)arg;
+	if (uskb_alloc_bulk(live_burst, 8, 64))
+		abort();
+	pthread_barrier_wait(&live_bar); /* the burst is ready */
+	pthread_barrier_wait(&live_bar); /* not reached: the second free aborts */
+	return NULL;
+}
+
+static void double_free_deferred_burst(void)
+{
+	pthread_t th;
+
+	pthread_barrier_init(&live_bar, NULL, 2);
+	pthread_create(&th, NULL, alloc_burst_and_wait, NULL);
+	pthread_barrier_wait(&live_bar);
+	uskb_free_bulk(live_burst, 8);
+	uskb_free(live_burst[3]); /* carried in the burst's first skb, tagged clean */
+	pthread_barrier_wait(&live_bar);
+	pthread_join(th, NULL);
+}
+
 /* a burst of a dead thread's skbs: freed here, the cached ones must say users 0 */
 static struct uskb *dead_burst[8];
 
@@ -160,6 +187,7 @@ static const struct {
 	{ "trim nonlinear", trim_nonlinear, "nonlinear" },
 	{ "double free", double_free, "double free" },
 	{ "double free, deferred", double_free_deferred, "double free" },
+	{ "double free, in a burst", double_free_deferred_burst, "double free" },
 	{ "double free, dead owner", double_free_dead_owner, "double free" },
 	{ "expand shared", expand_shared, "shared" },
 	{ "store into zero page", store_zero_page, "zero page" },
@@ -207,7 +235,7 @@ int main(void)
 #ifdef HAVE_ASAN
 		/* the freed shell is poisoned: ASan reports first (test/uaf covers it) */
 		if (cases[i].fn == double_free || cases[i].fn == double_free_deferred ||
-		    cases[i].fn == double_free_dead_owner)
+		    cases[i].fn == double_free_deferred_burst || cases[i].fn == double_free_dead_owner)
 			continue;
 #endif
 		run_case((int)i);

@@ -62,6 +62,16 @@ static inline bool uskb_vg_on(void)
 #endif
 }
 
+/* ASan built in or valgrind running: a loop that only annotates runs only then. */
+static inline bool uskb_mem_checks(void)
+{
+#ifdef USKB_ASAN
+	return true;
+#else
+	return uskb_vg_on();
+#endif
+}
+
 /* Mark pooled memory unusable (in a cache) / usable (handed out). */
 static inline void uskb_mem_cached(void *p, size_t n)
 {

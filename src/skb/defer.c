@@ -22,13 +22,12 @@ static inline unsigned long list_count(uintptr_t w)
 }
 
 /*
- * A deferred skb is dead to its last user: poison it all but a carrier's
- * words in use, which the owner reads. A second free of it must still
- * see users == 0.
+ * A deferred skb is dead to its last user (its users already 0,
+ * uskb_defer_batch_add()): poison it all but a carrier's words in use,
+ * which the owner reads.
  */
-static inline void defer_mark(struct uskb *skb, size_t keep)
+static inline void defer_hide(struct uskb *skb, size_t keep)
 {
-	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	uskb_mem_cached((char *)skb + keep, sizeof(*skb) - keep);
 }
 
@@ -38,7 +37,7 @@ static inline size_t carrier_bytes(const struct uskb_carrier *c)
 	return offsetof(struct uskb_carrier, skb) + c->n * sizeof(c->skb[0]);
 }
 
-/* Undo defer_mark() on a batch that could not be pushed after all. */
+/* Undo defer_hide() on a batch that could not be pushed after all. */
 static void defer_unmark(struct uskb_defer_batch *b)
 {
 	struct uskb *c;
@@ -76,17 +75,19 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
 	for (c = b->first; c; c = uskb_carrier(c)->next) {
 		struct uskb_carrier *cc = uskb_carrier(c);
 
-		for (i = 0; i < cc->n; i++)
-			defer_mark(uskb_carried(cc->skb[i]), 0);
+		/* (not a pass over the skbs but for the memory checks) */
+		if (uskb_mem_checks())
+			for (i = 0; i < cc->n; i++)
+				defer_hide(uskb_carried(cc->skb[i]), 0);
 		if (c != b->first) {
 			if (first->nahead < USKB_CARRY_AHEAD - 1)
 				first->ahead[first->nahead++] = c;
-			defer_mark(c, carrier_bytes(cc));
+			defer_hide(c, carrier_bytes(cc));
 		}
 	}
 	/* the last hint: the list's first carrier as it was, set with the link */
 	first->nahead++;
-	defer_mark(b->first, carrier_bytes(first));
+	defer_hide(b->first, carrier_bytes(first));
 	old = atomic_load_explicit(&b->o->defer_list, memory_order_relaxed);
 	do {
 		cnt = list_count(old);
@@ -134,12 +135,13 @@ bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
  * after the skbs they carry, tags kept); *@c moves past them. With @pre,
  * fetch ahead what the release will read: the carriers each names ahead,
  * and, for writing, the last line of every skb (written last by another
- * thread; a tagged skb's next allocation reads head there). How many went
- * in.
+ * thread; a tagged skb's next allocation reads head there), and add the
+ * untagged skbs to *@untagged. How many went in.
  */
-static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre)
+static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre,
+			 unsigned int *untagged)
 {
-	unsigned int m = 0, j;
+	unsigned int m = 0, j, n, u = 0;
 
 	while (*c) {
 		struct uskb_carrier *cc = uskb_carrier(*c);
@@ -159,34 +161,48 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 					__builtin_prefetch((char *)cc->ahead[j] + 64);
 				}
 		}
-		for (j = 0; j < cc->n; j++) {
-			struct uskb *skb = cc->skb[j];
+		/* (n in a local: a store to run[] might be to a carrier, as the compiler sees it) */
+		n = cc->n;
+		if (pre)
+			for (j = 0; j < n; j++) {
+				struct uskb *skb = cc->skb[j];
 
-			uskb_mem_defined(uskb_carried(skb), sizeof(struct uskb));
-			if (pre)
+				uskb_mem_defined(uskb_carried(skb), sizeof(struct uskb));
 				__builtin_prefetch(&uskb_carried(skb)->destructor, 1);
-			run[m++] = skb;
-		}
-		run[m++] = *c;
+				if (uskb_unlikely(!((uintptr_t)skb & USKB_CARRY_TAG)))
+					u++;
+				run[m + j] = skb;
+			}
+		else
+			for (j = 0; j < n; j++) {
+				uskb_mem_defined(uskb_carried(cc->skb[j]), sizeof(struct uskb));
+				run[m + j] = cc->skb[j];
+			}
+		m += n;
+		u += !cc->tag;
+		run[m++] = (struct uskb *)((uintptr_t)*c | cc->tag);
 		*c = cc->next;
 	}
+	*untagged += u;
 	return m;
 }
 
 /*
  * Free a walked run on this thread (uncounted). A tagged skb becomes a
  * ready pair of its class, unread, while the pairs have room. With @pre
- * (an owner's drain), fetch every untagged skb's shared info first: the
- * walk fetched the lines that locate them; and trust defer_mark()'s
- * users = 0. Without (a push that failed, maybe before defer_mark()),
- * store it.
+ * (an owner's drain), fetch every untagged skb's shared info first (when
+ * the walk found any: @untagged, at least their count): the
+ * walk fetched the lines that locate them; and trust users = 0, stored
+ * when it joined its batch (uskb_defer_batch_add()). Without (a push
+ * that failed), store it again.
  */
-static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre)
+static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre,
+			unsigned int untagged)
 {
 	bool cache_on = uskb_cfg(&__uskb_cfg.cache_size) != 0, vg = uskb_vg_on();
 	unsigned int i, kept = 0;
 
-	if (pre)
+	if (pre && untagged)
 		for (i = 0; i < m; i++)
 			if (!((uintptr_t)run[i] & USKB_CARRY_TAG))
 				__builtin_prefetch(run[i]->head + run[i]->end, 1);
@@ -194,7 +210,7 @@ static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, b
 		unsigned int cls = (uintptr_t)run[i] & USKB_CARRY_TAG;
 
 		/*
-		 * likely: plain and clean, its users already 0 (defer_mark), and
+		 * likely: plain and clean, its users already 0 (uskb_defer_batch_add), and
 		 * the skbs after it too: a stretch of one class, its ready list in
 		 * locals, while the pairs have room
 		 */
@@ -230,10 +246,13 @@ static inline void taken_add(struct uskb_tls *t, long d)
 			      memory_order_relaxed);
 }
 
-/* Free @m skbs of @run that @t took off a defer list, and count them drained. */
-static void drain_run(struct uskb_tls *t, struct uskb **run, unsigned int m)
+/*
+ * Free @m skbs of @run, at most @untagged of them untagged, that @t took
+ * off a defer list, and count them drained.
+ */
+static void drain_run(struct uskb_tls *t, struct uskb **run, unsigned int m, unsigned int untagged)
 {
-	release_run(t, run, m, true);
+	release_run(t, run, m, true, untagged);
 	taken_add(t, -(long)m);
 	uskb_count_add(&t->c[USKB_TC_DRAINED], m);
 }
@@ -245,7 +264,8 @@ static unsigned int release_stash(struct uskb_tls *t)
 
 	if (m) {
 		t->nstash = 0;
-		drain_run(t, t->stash, m);
+		drain_run(t, t->stash, m, t->stash_untagged);
+		t->stash_untagged = 0;
 	}
 	return m;
 }
@@ -267,7 +287,7 @@ static struct uskb *take_list(struct uskb_tls *t, struct uskb_tls *o)
 unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 {
 	struct uskb *c;
-	unsigned int n, m;
+	unsigned int n, m, u;
 	bool took = o != t;
 
 	/* unlikely: called back from a release (a destructor) of a drain that runs */
@@ -290,8 +310,9 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 		}
 		if (!c)
 			break;
-		m = walk(&c, t->stash, USKB_DEFER_STASH, true);
-		drain_run(t, t->stash, m);
+		u = 0;
+		m = walk(&c, t->stash, USKB_DEFER_STASH, true, &u);
+		drain_run(t, t->stash, m, u);
 		n += m;
 	}
 	t->draining = false;
@@ -320,17 +341,18 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 	t->draining = true;
 	n = release_stash(t);
 	if (t->taken)
-		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
+		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true, &t->stash_untagged);
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
 	}
 	if (!n) {
 		if (!t->nstash && t->taken)
-			t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true);
+			t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true, &t->stash_untagged);
 		/* the first half now, the rest kept at the stash's start */
 		if ((k = (t->nstash + 1) / 2)) {
-			drain_run(t, t->stash, k);
+			/* (the count stays as it was: a bound for the half left) */
+			drain_run(t, t->stash, k, t->stash_untagged);
 			t->nstash -= k;
 			memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
 			n = k;
@@ -343,14 +365,14 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)
 {
 	struct uskb *run[USKB_CARRY_MAX + 1], *c = b->first;
-	unsigned int m;
+	unsigned int m, u = 0;
 
 	if (push_chain(t, b))
 		return;
 	/* one carrier at a time: skbs freed here are no owner's drain */
 	while (c) {
-		m = walk(&c, run, USKB_CARRY_MAX + 1, false);
-		release_run(t, run, m, false);
+		m = walk(&c, run, USKB_CARRY_MAX + 1, false, &u);
+		release_run(t, run, m, false, u);
 	}
 	uskb_count_add(&t->c[USKB_TC_DIRECT], b->n);
 }

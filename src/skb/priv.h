@@ -131,6 +131,7 @@ struct uskb_tls {
 	 */
 	struct uskb *taken;
 	unsigned int nstash;
+	unsigned int stash_untagged; /* at most this many untagged skbs in the stash */
 	bool draining;			/* a drain runs: one a release calls back into does nothing */
 	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
@@ -324,14 +325,16 @@ static inline struct uskb_tls *uskb_defer_owner(const struct uskb *skb)
  * A carried pointer's low 3 bits may hold a tag: 1 + the skb's size
  * class when the freeing thread found it plain with a clean shared info
  * (defer_tag()). The owner then keeps it as a ready pair without reading
- * any line of it.
+ * any line of it. The carrier's own tag is in its header: what the
+ * carrier's words overwrite, the next allocation writes anyway.
  */
 #define USKB_CARRY_AHEAD 4
 #define USKB_CARRY_MAX 10
 struct __attribute__((may_alias)) uskb_carrier {
 	struct uskb *next; /* overlays ll_next */
 	uint32_t n;	   /* skbs carried */
-	uint32_t nahead;   /* entries in ahead[] */
+	uint16_t nahead;   /* entries in ahead[] */
+	uint16_t tag;	   /* the carrier's own, as a carried pointer's */
 	struct uskb *ahead[USKB_CARRY_AHEAD];
 	struct uskb *skb[USKB_CARRY_MAX];
 };
@@ -378,8 +381,11 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 {
 	/*
 	 * The carrier's line belongs to the skb's owner until written: only
-	 * stores here, which do not wait for it, and no read of it.
+	 * stores here, which do not wait for it, and no read of it. The skb is
+	 * dead to its last user from here: a second free must see users == 0,
+	 * and the owner's drain trusts it.
 	 */
+	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	b->n++;
 	if (uskb_likely(b->last_n < USKB_CARRY_MAX)) {
 		uskb_carrier(b->last)->skb[b->last_n++] = (struct uskb *)((uintptr_t)skb | tag);
@@ -393,6 +399,7 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 	}
 	uskb_carrier(skb)->next = NULL;
 	uskb_carrier(skb)->nahead = 0;
+	uskb_carrier(skb)->tag = (uint16_t)tag;
 	b->last = skb;
 	b->last_n = 0;
 }
