@@ -106,9 +106,13 @@ static inline __attribute__((always_inline)) unsigned int defer_gather(struct us
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
-	struct uskb_defer_batch b[FREE_BULK_OWNERS];
+	struct uskb_defer_batch b[FREE_BULK_OWNERS], cur = USKB_DEFER_BATCH(NULL);
 	unsigned int i, nb = 0, k, nplain = 0, last_k = 0;
-	/* the owner of the last plain skb deferred into a batch, b[last_k]; none: no int16_t's */
+	/*
+	 * The owner of the last plain skb deferred into a batch, b[last_k],
+	 * which lives in cur meanwhile (a local: the carriers' stores cannot
+	 * reach it, and its words stay in registers); none: no int16_t's.
+	 */
 	int last_cpu = INT_MAX;
 	bool cache_on;
 
@@ -174,12 +178,15 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 				 * shell leaves only the owner to tell where it goes)
 				 */
 				if (uskb_likely(skb->alloc_cpu == last_cpu)) {
-					uskb_defer_batch_add(&b[last_k], skb, defer_tag(skb, cls));
+					uskb_defer_batch_add(&cur, skb, defer_tag(skb, cls));
 				} else {
+					if (last_cpu != INT_MAX)
+						b[last_k] = cur;
 					k = defer_gather(t, b, &nb, skb, defer_tag(skb, cls));
 					if (k < FREE_BULK_OWNERS) {
 						last_cpu = skb->alloc_cpu;
 						last_k = k;
+						cur = b[k];
 					}
 				}
 				continue;
@@ -193,11 +200,18 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			continue;
 		}
 		release_head_state(skb);
-		if (uskb_likely(skb->alloc_cpu == t->id))
+		if (uskb_likely(skb->alloc_cpu == t->id)) {
 			free_local(t, skb);
-		else /* not plain: the owner releases it in full */
+		} else if (last_cpu != INT_MAX) { /* not plain: the owner releases it in full */
+			b[last_k] = cur;
 			defer_gather(t, b, &nb, skb, 0);
+			cur = b[last_k];
+		} else {
+			defer_gather(t, b, &nb, skb, 0);
+		}
 	}
+	if (last_cpu != INT_MAX)
+		b[last_k] = cur;
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], nplain);
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], nplain);
 	for (k = 0; k < nb; k++)
