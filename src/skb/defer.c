@@ -46,7 +46,7 @@ static void defer_unmark(struct uskb_defer_batch *b)
 	for (c = b->first; c; c = uskb_carrier(c)->next) {
 		uskb_mem_defined(c, sizeof(*c));
 		for (i = 0; i < uskb_carrier(c)->n; i++)
-			uskb_mem_defined(uskb_carried(uskb_carrier(c)->skb[i]), sizeof(struct uskb));
+			uskb_mem_defined(uskb_carrier(c)->skb[i], sizeof(struct uskb));
 	}
 }
 
@@ -78,7 +78,7 @@ static bool push_chain(struct uskb_tls *t, struct uskb_defer_batch *b)
 		/* (not a pass over the skbs but for the memory checks) */
 		if (uskb_mem_checks())
 			for (i = 0; i < cc->n; i++)
-				defer_hide(uskb_carried(cc->skb[i]), 0);
+				defer_hide(cc->skb[i], 0);
 		if (c != b->first) {
 			if (first->nahead < USKB_CARRY_AHEAD - 1)
 				first->ahead[first->nahead++] = c;
@@ -131,23 +131,25 @@ bool __uskb_defer_to_owner(struct uskb_tls *t, struct uskb *skb)
 }
 
 /*
- * Walk carriers from *@c while their skbs fit in @run's @room (carriers
- * after the skbs they carry, tags kept); *@c moves past them. With @pre,
- * fetch ahead what the release will read: the carriers each names ahead,
- * and, for writing, the last line of every skb (written last by another
- * thread; a tagged skb's next allocation reads head there), and add the
- * untagged skbs to *@untagged. How many went in.
+ * Walk carriers from *@c into @cs (at *@nc, which grows) while their skbs
+ * come to at most @room; *@c moves past them. With @pre, fetch ahead what
+ * the release will read: the carriers each names ahead, and, for
+ * writing, the last line of every skb (written last by another thread; a
+ * tagged skb's next allocation reads head there). How many skbs went in,
+ * carriers included.
  */
-static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, bool pre,
-			 unsigned int *untagged)
+static unsigned int walk(struct uskb **c, struct uskb **cs, unsigned int *nc, unsigned int room,
+			 bool pre)
 {
-	unsigned int m = 0, j, n, u = 0;
+	unsigned int m = 0, j, n;
 
 	while (*c) {
 		struct uskb_carrier *cc = uskb_carrier(*c);
 
 		uskb_mem_defined(*c, offsetof(struct uskb_carrier, skb));
-		if (m + cc->n + 1 > room)
+		/* (n in a local: a store to cs[] might be to a carrier, as the compiler sees it) */
+		n = cc->n;
+		if (m + n + 1 > room)
 			break;
 		/* defined, not just usable: the release reads what the skb holds */
 		uskb_mem_defined(*c, sizeof(**c));
@@ -160,82 +162,97 @@ static unsigned int walk(struct uskb **c, struct uskb **run, unsigned int room, 
 					__builtin_prefetch(cc->ahead[j]);
 					__builtin_prefetch((char *)cc->ahead[j] + 64);
 				}
+			for (j = 0; j < n; j++) {
+				uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
+				__builtin_prefetch(&cc->skb[j]->destructor, 1);
+			}
+		} else if (uskb_mem_checks()) {
+			for (j = 0; j < n; j++)
+				uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
 		}
-		/* (n in a local: a store to run[] might be to a carrier, as the compiler sees it) */
-		n = cc->n;
-		if (pre)
-			for (j = 0; j < n; j++) {
-				struct uskb *skb = cc->skb[j];
-
-				uskb_mem_defined(uskb_carried(skb), sizeof(struct uskb));
-				__builtin_prefetch(&uskb_carried(skb)->destructor, 1);
-				if (uskb_unlikely(!((uintptr_t)skb & USKB_CARRY_TAG)))
-					u++;
-				run[m + j] = skb;
-			}
-		else
-			for (j = 0; j < n; j++) {
-				uskb_mem_defined(uskb_carried(cc->skb[j]), sizeof(struct uskb));
-				run[m + j] = cc->skb[j];
-			}
-		m += n;
-		u += !cc->tag;
-		run[m++] = (struct uskb *)((uintptr_t)*c | cc->tag);
+		cs[(*nc)++] = *c;
+		m += n + 1;
 		*c = cc->next;
 	}
-	*untagged += u;
 	return m;
 }
 
 /*
- * Free a walked run on this thread (uncounted). A tagged skb becomes a
- * ready pair of its class, unread, while the pairs have room. With @pre
- * (an owner's drain), fetch every untagged skb's shared info first (when
- * the walk found any: @untagged, at least their count): the
- * walk fetched the lines that locate them; and trust users = 0, stored
- * when it joined its batch (uskb_defer_batch_add()). Without (a push
- * that failed), store it again.
+ * Free the skbs of @nc walked carriers @cs, and the carriers, on this
+ * thread (uncounted); how many. A tagged carrier's skbs become ready
+ * pairs of its class, unread, while the pairs have room, and the carrier
+ * after them (its words hold their pointers). With @pre (an owner's
+ * drain), fetch every untagged skb's shared info first (the walk fetched
+ * the lines that locate them), and trust users = 0, stored when it joined
+ * its batch (uskb_defer_batch_add()). Without (a push that failed), store
+ * it again.
  */
-static void release_run(struct uskb_tls *t, struct uskb **run, unsigned int m, bool pre,
-			unsigned int untagged)
+static unsigned int release_carriers(struct uskb_tls *t, struct uskb **cs, unsigned int nc, bool pre)
 {
 	bool cache_on = uskb_cfg(&__uskb_cfg.cache_size) != 0, vg = uskb_vg_on();
-	unsigned int i, kept = 0;
+	unsigned int i, j, n, m = 0, kept = 0;
 
-	if (pre && untagged)
-		for (i = 0; i < m; i++)
-			if (!((uintptr_t)run[i] & USKB_CARRY_TAG))
-				__builtin_prefetch(run[i]->head + run[i]->end, 1);
-	for (i = 0; i < m;) {
-		unsigned int cls = (uintptr_t)run[i] & USKB_CARRY_TAG;
+	if (pre)
+		for (i = 0; i < nc; i++) {
+			struct uskb_carrier *cc = uskb_carrier(cs[i]);
 
-		/*
-		 * likely: plain and clean, its users already 0 (uskb_defer_batch_add), and
-		 * the skbs after it too: a stretch of one class, its ready list in
-		 * locals, while the pairs have room
-		 */
-		if (cls && cache_on) {
-			struct uskb_ready *r = &t->ready[cls - 1];
-			unsigned int rn = r->n, i0 = i, lim;
-
-			/* as far as the run and the pairs' room go: one test a skb left, its tag */
-			lim = m - i < USKB_READY_SIZE - rn ? m : i + (USKB_READY_SIZE - rn);
-			if (pre)
-				for (; i < lim && ((uintptr_t)run[i] & USKB_CARRY_TAG) == cls; i++)
-					ready_keep(r, &rn, uskb_carried(run[i]), cls, vg);
-			else
-				for (; i < lim && ((uintptr_t)run[i] & USKB_CARRY_TAG) == cls; i++)
-					ready_push(r, &rn, uskb_carried(run[i]), cls, vg);
-			r->n = rn;
-			kept += i - i0;
-			if (i > i0)
-				continue;
+			if (uskb_unlikely(!cc->tag)) {
+				for (j = 0; j < cc->n; j++)
+					__builtin_prefetch(cc->skb[j]->head + cc->skb[j]->end, 1);
+				__builtin_prefetch(cs[i]->head + cs[i]->end, 1);
+			}
 		}
-		free_local(t, uskb_carried(run[i]));
-		i++;
+	for (i = 0; i < nc; i++) {
+		struct uskb *c = cs[i];
+		struct uskb_carrier *cc = uskb_carrier(c);
+		unsigned int cls = cc->tag;
+
+		n = cc->n;
+		m += n + 1;
+		j = 0;
+		/* likely: plain and clean, users already 0 (uskb_defer_batch_add) */
+		if (uskb_likely(cls && cache_on)) {
+			struct uskb_ready *r = &t->ready[cls - 1];
+			unsigned int rn = r->n, k = USKB_READY_SIZE - rn;
+
+			if (k > n)
+				k = n;
+			if (pre && !uskb_mem_checks() && USKB_READY_SIZE - rn >= USKB_CARRY_MAX) {
+				/*
+				 * likely: the pointers as they are, nothing else to do a skb;
+				 * all the slots in a few wide moves (those past n go unused)
+				 */
+				memcpy(&r->skb[rn], cc->skb, sizeof(cc->skb));
+				rn += k;
+				j = k;
+			} else if (pre) {
+				for (; j < k; j++)
+					ready_keep(r, &rn, cc->skb[j], cls, vg);
+			} else {
+				for (; j < k; j++)
+					ready_push(r, &rn, cc->skb[j], cls, vg);
+			}
+			kept += k;
+			/* the carrier last: its words were read above */
+			if (j == n && rn < USKB_READY_SIZE) {
+				if (pre)
+					ready_keep(r, &rn, c, cls, vg);
+				else
+					ready_push(r, &rn, c, cls, vg);
+				r->n = rn;
+				kept++;
+				continue;
+			}
+			r->n = rn;
+		}
+		/* untagged, or no room left: one at a time, the carrier last */
+		for (; j < n; j++)
+			free_local(t, cc->skb[j]);
+		free_local(t, c);
 	}
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], kept);
 	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], kept);
+	return m;
 }
 
 /* count skbs @t took off a defer list: @t alone writes the count, so no atomic add */
@@ -246,28 +263,25 @@ static inline void taken_add(struct uskb_tls *t, long d)
 			      memory_order_relaxed);
 }
 
-/*
- * Free @m skbs of @run, at most @untagged of them untagged, that @t took
- * off a defer list, and count them drained.
- */
-static void drain_run(struct uskb_tls *t, struct uskb **run, unsigned int m, unsigned int untagged)
+/* Free the skbs of @nc carriers @cs that @t took off a defer list, and count them drained. */
+static unsigned int drain_carriers(struct uskb_tls *t, struct uskb **cs, unsigned int nc)
 {
-	release_run(t, run, m, true, untagged);
+	unsigned int m = release_carriers(t, cs, nc, true);
+
 	taken_add(t, -(long)m);
 	uskb_count_add(&t->c[USKB_TC_DRAINED], m);
+	return m;
 }
 
-/* @t's stash freed, if it holds any: how many */
+/* @t's stash freed, if it holds any: how many skbs */
 static unsigned int release_stash(struct uskb_tls *t)
 {
-	unsigned int m = t->nstash;
+	unsigned int nc = t->nstash;
 
-	if (m) {
-		t->nstash = 0;
-		drain_run(t, t->stash, m, t->stash_untagged);
-		t->stash_untagged = 0;
-	}
-	return m;
+	if (!nc)
+		return 0;
+	t->nstash = 0;
+	return drain_carriers(t, t->stash, nc);
 }
 
 /* take @o's defer list, its count moved to @t's taken count */
@@ -287,14 +301,14 @@ static struct uskb *take_list(struct uskb_tls *t, struct uskb_tls *o)
 unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 {
 	struct uskb *c;
-	unsigned int n, m, u;
+	unsigned int n, nc;
 	bool took = o != t;
 
 	/* unlikely: called back from a release (a destructor) of a drain that runs */
 	if (uskb_unlikely(t->draining))
 		return 0;
 	t->draining = true;
-	/* the drain ahead's skbs first: the stash is the walk's run */
+	/* the drain ahead's skbs first: the stash is then the walk's */
 	n = release_stash(t);
 	if (o == t) {
 		c = t->taken;
@@ -310,10 +324,9 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 		}
 		if (!c)
 			break;
-		u = 0;
-		m = walk(&c, t->stash, USKB_DEFER_STASH, true, &u);
-		drain_run(t, t->stash, m, u);
-		n += m;
+		nc = 0;
+		walk(&c, t->stash, &nc, USKB_DEFER_STASH, true);
+		n += drain_carriers(t, t->stash, nc);
 	}
 	t->draining = false;
 	return n;
@@ -341,21 +354,19 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 	t->draining = true;
 	n = release_stash(t);
 	if (t->taken)
-		t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true, &t->stash_untagged);
+		walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
 	}
 	if (!n) {
 		if (!t->nstash && t->taken)
-			t->nstash = walk(&t->taken, t->stash, USKB_DEFER_STASH, true, &t->stash_untagged);
-		/* the first half now, the rest kept at the stash's start */
+			walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
+		/* the first half of the carriers now, the rest kept at the stash's start */
 		if ((k = (t->nstash + 1) / 2)) {
-			/* (the count stays as it was: a bound for the half left) */
-			drain_run(t, t->stash, k, t->stash_untagged);
+			n = drain_carriers(t, t->stash, k);
 			t->nstash -= k;
 			memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
-			n = k;
 		}
 	}
 	t->draining = false;
@@ -364,15 +375,16 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 
 void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)
 {
-	struct uskb *run[USKB_CARRY_MAX + 1], *c = b->first;
-	unsigned int m, u = 0;
+	struct uskb *cs[USKB_CARRY_MAX + 1], *c = b->first;
+	unsigned int nc;
 
 	if (push_chain(t, b))
 		return;
-	/* one carrier at a time: skbs freed here are no owner's drain */
+	/* a few carriers at a time (no more than their skbs): skbs freed here are no owner's drain */
 	while (c) {
-		m = walk(&c, run, USKB_CARRY_MAX + 1, false, &u);
-		release_run(t, run, m, false, u);
+		nc = 0;
+		walk(&c, cs, &nc, USKB_CARRY_MAX + 1, false);
+		release_carriers(t, cs, nc, false);
 	}
 	uskb_count_add(&t->c[USKB_TC_DIRECT], b->n);
 }

@@ -126,12 +126,11 @@ struct uskb_tls {
 	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
 	/*
 	 * The drain ahead (uskb_alloc's): a list taken off defer_list, its
-	 * first carrier on its way; and the skbs of the last one walked, their
-	 * lines on their way, to be freed at the next drain.
+	 * first carrier on its way; and the carriers of the last one walked,
+	 * their skbs' lines on their way, to be freed at the next drain.
 	 */
 	struct uskb *taken;
-	unsigned int nstash;
-	unsigned int stash_untagged; /* at most this many untagged skbs in the stash */
+	unsigned int nstash; /* carriers in stash */
 	bool draining;			/* a drain runs: one a release calls back into does nothing */
 	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
@@ -322,11 +321,12 @@ static inline struct uskb_tls *uskb_defer_owner(const struct uskb *skb)
  * before the push (the next batch's first carrier). Only hints: the
  * list itself runs through next.
  *
- * A carried pointer's low 3 bits may hold a tag: 1 + the skb's size
- * class when the freeing thread found it plain with a clean shared info
- * (defer_tag()). The owner then keeps it as a ready pair without reading
- * any line of it. The carrier's own tag is in its header: what the
- * carrier's words overwrite, the next allocation writes anyway.
+ * A carrier's skbs and the carrier itself share one tag: 1 + their size
+ * class when the freeing thread found each plain with a clean shared info
+ * (defer_tag()), else 0; an skb with another tag starts a new carrier.
+ * The owner keeps a tagged carrier's skbs as ready pairs, copying their
+ * pointers without reading any line of them, and then the carrier (what
+ * its words overwrite, the next allocation writes anyway).
  */
 #define USKB_CARRY_AHEAD 4
 #define USKB_CARRY_MAX 10
@@ -334,21 +334,12 @@ struct __attribute__((may_alias)) uskb_carrier {
 	struct uskb *next; /* overlays ll_next */
 	uint32_t n;	   /* skbs carried */
 	uint16_t nahead;   /* entries in ahead[] */
-	uint16_t tag;	   /* the carrier's own, as a carried pointer's */
+	uint16_t tag;	   /* of the carrier and every skb it carries */
 	struct uskb *ahead[USKB_CARRY_AHEAD];
 	struct uskb *skb[USKB_CARRY_MAX];
 };
 _Static_assert(sizeof(struct uskb_carrier) <= offsetof(struct uskb, destructor),
 	       "a carrier's words stay clear of the free path's line");
-#define USKB_CARRY_TAG 7u
-_Static_assert(_Alignof(struct uskb) > USKB_CARRY_TAG && USKB_KBUF_CLASSES <= USKB_CARRY_TAG,
-	       "a carried pointer's tag (1 + class) fits below its alignment");
-
-/* a carried pointer, its tag stripped */
-static inline struct uskb *uskb_carried(struct uskb *tagged)
-{
-	return (struct uskb *)((uintptr_t)tagged & ~(uintptr_t)USKB_CARRY_TAG);
-}
 
 static inline struct uskb_carrier *uskb_carrier(struct uskb *skb)
 {
@@ -367,14 +358,15 @@ struct uskb_defer_batch {
 	 * starts a carrier.
 	 */
 	unsigned int last_n;
+	unsigned int tag; /* the last carrier's */
 };
 
 /* an empty batch for owner @o */
 #define USKB_DEFER_BATCH(owner) ((struct uskb_defer_batch){ .o = (owner), .last_n = USKB_CARRY_MAX })
 
 /*
- * Add @skb to @b: into the last carrier while it has room (@tag in its
- * pointer, see struct uskb_carrier), else as a new carrier.
+ * Add @skb, tagged @tag (see struct uskb_carrier), to @b: into the last
+ * carrier while it has room and the same tag, else as a new carrier.
  */
 static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb *skb,
 					unsigned int tag)
@@ -387,8 +379,8 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 	 */
 	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	b->n++;
-	if (uskb_likely(b->last_n < USKB_CARRY_MAX)) {
-		uskb_carrier(b->last)->skb[b->last_n++] = (struct uskb *)((uintptr_t)skb | tag);
+	if (uskb_likely(b->last_n < USKB_CARRY_MAX && tag == b->tag)) {
+		uskb_carrier(b->last)->skb[b->last_n++] = skb;
 		return;
 	}
 	if (b->last) {
@@ -402,6 +394,7 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 	uskb_carrier(skb)->tag = (uint16_t)tag;
 	b->last = skb;
 	b->last_n = 0;
+	b->tag = tag;
 }
 
 /* push @skb (last user gone, owner another thread) to its owner; false: free it here */
