@@ -340,9 +340,9 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
  * between drains instead of stalling them.
  *
  * When the stash was empty (the first call, or after a gap), the caller
- * still needs skbs now: the list is walked at once and half of it freed;
- * the other half, its lines on their way, stays in the stash for the next
- * call, which gets the steps going.
+ * still needs skbs now: the list is walked at once and half its carriers
+ * freed; the other half, their lines on their way, stays in the stash for
+ * the next call, which gets the steps going.
  */
 unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 {
