@@ -179,7 +179,7 @@ static unsigned int walk(struct uskb **c, struct uskb **cs, unsigned int *nc, un
 
 /*
  * Free the skbs of @nc walked carriers @cs, and the carriers, on this
- * thread (uncounted); how many. A tagged carrier's skbs become ready
+ * thread (not counted as drained or direct: the callers do); how many. A tagged carrier's skbs become ready
  * pairs of its class, unread, while the pairs have room, and the carrier
  * after them (its words hold their pointers). With @pre (an owner's
  * drain), fetch every untagged skb's shared info first (the walk fetched
