@@ -30,39 +30,25 @@ static struct rte_mempool *mp;
 static struct spsc ring;
 static long pc_total; /* operations per producer/consumer run */
 
+/* the consumer: frees what the ring brings into the mempool, or (@arg set) to uskb's owner */
 static int pc_consumer(void *arg)
 {
-	struct rte_mbuf *v[BURST];
+	void *v[BURST];
 	long got = 0;
 
-	(void)arg;
 	while (got < pc_total) {
-		unsigned int n = spsc_pop(&ring, (void **)v, BURST);
+		unsigned int n = spsc_pop(&ring, v, BURST);
 
 		if (!n)
 			continue;
-		rte_pktmbuf_free_bulk(v, n);
+		if (arg)
+			uskb_free_bulk((struct uskb **)v, n);
+		else
+			rte_pktmbuf_free_bulk((struct rte_mbuf **)v, n);
 		got += n;
 	}
-	return 0;
-}
-
-/* uskb's side of the head-to-head: the same loop, freeing to the owner */
-static int pc_consumer_uskb(void *arg)
-{
-	struct uskb *v[BURST];
-	long got = 0;
-
-	(void)arg;
-	while (got < pc_total) {
-		unsigned int n = spsc_pop(&ring, (void **)v, BURST);
-
-		if (!n)
-			continue;
-		uskb_free_bulk(v, n);
-		got += n;
-	}
-	uskb_thread_flush(); /* the last part-filled batches go to the owner */
+	if (arg)
+		uskb_thread_flush(); /* the last part-filled batches go to the owner */
 	return 0;
 }
 
@@ -75,7 +61,7 @@ static double pc_run(unsigned int worker, int uskb)
 
 	atomic_store(&ring.head, 0);
 	atomic_store(&ring.tail, 0);
-	rte_eal_remote_launch(uskb ? pc_consumer_uskb : pc_consumer, NULL, worker);
+	rte_eal_remote_launch(pc_consumer, uskb ? (void *)1 : NULL, worker); /* arg set: uskb */
 	t0 = bench_now_ns();
 	while (sent < pc_total) {
 		unsigned int k = 0;
