@@ -179,15 +179,17 @@ static unsigned int walk(struct uskb **c, struct uskb **cs, unsigned int *nc, un
 
 /*
  * Free the skbs of @nc walked carriers @cs, and the carriers, on this
- * thread (not counted as drained or direct: the callers do); how many. A tagged carrier's skbs become ready
- * pairs of its class, unread, while the pairs have room, and the carrier
- * after them (its words hold their pointers). With @pre (an owner's
+ * thread (not counted as drained or direct: the callers do); how many. A
+ * tagged carrier's skbs become ready pairs of its class, unread, while
+ * the pairs have room, and the carrier after them (its words hold their
+ * pointers). With @pre (an owner's
  * drain), fetch every untagged skb's shared info first (the walk fetched
  * the lines that locate them), and trust users = 0, stored when it joined
  * its batch (uskb_defer_batch_add()). Without (a push that failed), store
  * it again.
  */
-static unsigned int release_carriers(struct uskb_tls *t, struct uskb **cs, unsigned int nc, bool pre)
+static unsigned int release_carriers(struct uskb_tls *t, struct uskb **cs, unsigned int nc,
+				     bool pre)
 {
 	bool cache_on = uskb_cfg(&__uskb_cfg.cache_size) != 0, vg = uskb_vg_on();
 	unsigned int i, j, n, m = 0, kept = 0;
@@ -380,7 +382,7 @@ void __uskb_defer_batch_push(struct uskb_tls *t, struct uskb_defer_batch *b)
 
 	if (push_chain(t, b))
 		return;
-	/* a few carriers at a time (no more than their skbs): skbs freed here are no owner's drain */
+	/* a few carriers at a time (no more than their skbs): these are no owner's drain */
 	while (c) {
 		nc = 0;
 		walk(&c, cs, &nc, USKB_CARRY_MAX + 1, false);

@@ -129,8 +129,11 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	 * read: skbs from another thread (a queue's consumer) miss on it, and
 	 * the misses then overlap instead of stalling the loops below in turn.
 	 */
-	for (i = 0; i < n; i++) /* (a NULL's address too: a prefetch never faults) */
-		__builtin_prefetch((void *)((uintptr_t)skbs[i] + offsetof(struct uskb, destructor)), 1);
+	for (i = 0; i < n; i++) { /* (a NULL's address too: a prefetch never faults) */
+		uintptr_t at = (uintptr_t)skbs[i] + offsetof(struct uskb, destructor);
+
+		__builtin_prefetch((void *)at, 1);
+	}
 	i = 0;
 	/*
 	 * likely: a burst of plain skbs of ours, each made a ready pair in a
