@@ -235,7 +235,8 @@ int main(void)
 #ifdef HAVE_ASAN
 		/* the freed shell is poisoned: ASan reports first (test/uaf covers it) */
 		if (cases[i].fn == double_free || cases[i].fn == double_free_deferred ||
-		    cases[i].fn == double_free_deferred_burst || cases[i].fn == double_free_dead_owner)
+		    cases[i].fn == double_free_deferred_burst ||
+		    cases[i].fn == double_free_dead_owner)
 			continue;
 #endif
 		run_case((int)i);

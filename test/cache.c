@@ -686,7 +686,7 @@ static void test_drain_ahead_long(void)
 
 	steps_n = N_STEPV;
 	with_owner(steps_owner, NULL, stepv, steps_n);
-	/* a walk takes at most 256 skbs (23 carriers of 11: 253), the first miss half of those: 12 */
+	/* a walk takes at most 256 skbs (23 carriers of 11: 253); the first miss frees 12 of them */
 	CHECK_EQ(step[0], 132);
 	/* more than a walk: the rest comes step by step, each one counted */
 	CHECK(nsteps >= 3 && nsteps < MAX_STEPS);

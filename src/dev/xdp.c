@@ -161,8 +161,9 @@ static int queue_open(struct xdp_priv *p, struct xq **out, unsigned int qid, int
 	 * here).
 	 */
 	q->kick = KICK_BUDGET;
-	if (bind_mode != XDP_COPY || setsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_MAX_TX_SKB_BUDGET,
-						&q->kick, sizeof(q->kick)))
+	if (bind_mode != XDP_COPY ||
+	    setsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &q->kick,
+		       sizeof(q->kick)))
 		q->kick = KICK_BATCH;
 	for (unsigned int i = 0; i < NFRAMES - RX_FRAMES; i++)
 		q->tx_free[q->tx_nfree++] = (uint64_t)(RX_FRAMES + i) << FRAME_SHIFT;
