@@ -3,10 +3,11 @@
  * Per-thread caches and deferred free: hits and misses, the cache switched
  * off, frees from other threads deferred to the owner (cap, eventfd kick,
  * drain), fclones freed directly, bulk alloc/free gathering per owner, the
- * carriers a long bulk free goes in, the clean mark (a shared info
- * nobody was handed is not rewritten), the drain ahead an allocating owner
- * runs, pushers racing for the cap, and producer/consumer traffic with
- * threads exiting in the middle.
+ * carriers a long bulk free goes in, the runs of plain skbs a consumer's
+ * bulk free takes in one loop, the clean mark (a shared info nobody was
+ * handed is not rewritten), the drain ahead an allocating owner runs,
+ * pushers racing for the cap, and producer/consumer traffic with threads
+ * exiting in the middle.
  */
 #include <poll.h>
 #include <sched.h>
@@ -566,6 +567,129 @@ static void test_mixed_deferred(void)
 }
 
 /*
+ * A consumer's burst in which runs of the owner's plain, clean skbs (the
+ * loop that takes a run tests the free path's word, the users and the
+ * destructor) are broken by one skb of each other kind: a destructor, a
+ * clone, a frag (its mark cleared), a second user, another class, a NULL
+ * and another owner's plain skb. Each must leave the run and go its own
+ * way: the owners drain exactly theirs; the destructor runs once, here;
+ * the clone's data reference goes; the shared skb stays alive; the other
+ * class's pair comes back in its own class only.
+ */
+#define N_RUNS 23
+static struct uskb *runsv[N_RUNS], *runs_orig, *runs_other_b;
+static unsigned char *runs_big_head;
+static unsigned int runs_drained[2];
+static atomic_int runs_dtor_calls;
+static pthread_barrier_t runs_bar;
+
+static void runs_destructor(struct uskb *skb)
+{
+	(void)skb;
+	atomic_fetch_add(&runs_dtor_calls, 1);
+}
+
+/* slots of the burst: P plain, then the breakers */
+enum { R_DTOR = 2, R_CLONE = 5, R_FRAG = 8, R_SHARED = 11, R_BIG = 14, R_NULL = 17, R_B = 20 };
+
+static void *runs_owner_a(void *arg)
+{
+	struct uskb *p[16], *again[16];
+	int i, k = 0, seen;
+
+	(void)arg;
+	if (uskb_alloc_bulk(p, 16, 100) || !(runs_orig = uskb_alloc(100)))
+		abort();
+	uskb_put(runs_orig, 50);
+	for (i = 0; i < N_RUNS; i++) {
+		switch (i) {
+		case R_DTOR:
+			runsv[i] = uskb_alloc(100);
+			runsv[i]->destructor = runs_destructor;
+			break;
+		case R_CLONE:
+			runsv[i] = uskb_clone(runs_orig);
+			break;
+		case R_FRAG:
+			runsv[i] = uskb_alloc(100);
+			uskb_fill_page_desc(runsv[i], 0, uskb_page_alloc(0), 0, 10);
+			runsv[i]->len += 10;
+			runsv[i]->data_len += 10;
+			break;
+		case R_SHARED:
+			runsv[i] = uskb_get(uskb_alloc(100));
+			break;
+		case R_BIG:
+			runsv[i] = uskb_alloc(2000);
+			runs_big_head = runsv[i]->head;
+			break;
+		case R_NULL:
+		case R_B:
+			break;
+		default:
+			runsv[i] = p[k++];
+		}
+	}
+	CHECK_EQ(k, 16);
+	pthread_barrier_wait(&runs_bar);
+	pthread_barrier_wait(&runs_bar); /* freed by the main thread */
+	runs_drained[0] = uskb_cache_drain();
+	CHECK_EQ(atomic_load(&__uskb_shinfo_peek(runs_orig)->dataref), 1);
+	uskb_free(runs_orig);
+	/* the big pair is no 100-byte skb's; it comes back as a 2000-byte one */
+	if (uskb_alloc_bulk(again, 16, 100))
+		abort();
+	for (i = 0, seen = 0; i < 16; i++)
+		seen += again[i]->head == runs_big_head;
+	CHECK_EQ(seen, 0);
+	uskb_free_bulk(again, 16);
+	again[0] = uskb_alloc(2000);
+	CHECK(again[0] && again[0]->head == runs_big_head);
+	uskb_free(again[0]);
+	return NULL;
+}
+
+static void *runs_owner_b(void *arg)
+{
+	(void)arg;
+	if (!(runs_other_b = uskb_alloc(100)))
+		abort();
+	pthread_barrier_wait(&runs_bar);
+	pthread_barrier_wait(&runs_bar);
+	runs_drained[1] = uskb_cache_drain();
+	return NULL;
+}
+
+static void test_runs_deferred(void)
+{
+	struct uskb *shared;
+	pthread_t th[2];
+
+	set_defer_max(1000);
+	atomic_store(&runs_dtor_calls, 0);
+	pthread_barrier_init(&runs_bar, NULL, 3);
+	pthread_create(&th[0], NULL, runs_owner_a, NULL);
+	pthread_create(&th[1], NULL, runs_owner_b, NULL);
+	pthread_barrier_wait(&runs_bar);
+	runsv[R_B] = runs_other_b;
+	shared = runsv[R_SHARED];
+	uskb_free_bulk(runsv, N_RUNS);
+	/* the destructor ran here, once; the second user's reference went, not the skb */
+	CHECK_EQ(atomic_load(&runs_dtor_calls), 1);
+	CHECK_EQ(atomic_load(&shared->users), 1);
+	uskb_free(shared); /* the last: to its owner as well */
+	pthread_barrier_wait(&runs_bar);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	/* A: 16 plain, the destructor's, the clone, the frag's, the big one, the shared one */
+	CHECK_EQ(runs_drained[0], 21);
+	CHECK_EQ(runs_drained[1], 1);
+	CHECK_EQ(stats().defer_pending, 0);
+	pthread_barrier_destroy(&runs_bar);
+	set_defer_max(128);
+}
+
+/*
  * One burst with two owners' skbs, interleaved and then in runs: each
  * owner's drain gets its own back, every one, and no other.
  */
@@ -1028,6 +1152,7 @@ int main(void)
 	test_clean_here();
 	test_clean_deferred();
 	test_mixed_deferred();
+	test_runs_deferred();
 	test_two_owners();
 	test_drain_ahead();
 	test_drain_ahead_long();

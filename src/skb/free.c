@@ -103,6 +103,32 @@ static inline __attribute__((always_inline)) unsigned int defer_gather(struct us
 	return k;
 }
 
+/*
+ * After an skb with a tag (defer_tag()) joined @b, for its owner: the skbs
+ * from @i on that are sole users with the same free path's word
+ * (shell_word_mask(): the owner, the clean mark, no flag, the class) as
+ * it, @want, and no destructor, join @b in a loop that does nothing else.
+ * Returns the index of the first that does not.
+ */
+static inline __attribute__((always_inline)) unsigned int defer_run(struct uskb_defer_batch *b,
+								    struct uskb **skbs,
+								    unsigned int i, unsigned int n,
+								    uint64_t want)
+{
+	const uint64_t mask = shell_word_mask();
+
+	for (; i < n; i++) {
+		struct uskb *skb = skbs[i];
+
+		/* the users first: its acquire orders the word's read after earlier users' writes */
+		if (!skb || atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
+		    (shell_word(skb) & mask) != want || skb->destructor || !skb->head)
+			break;
+		uskb_defer_batch_add(b, skb, b->tag);
+	}
+	return i;
+}
+
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
@@ -175,22 +201,29 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		if (uskb_likely(cls)) {
 			/* likely in a queue's consumer: another thread's, no destructor to run */
 			if (skb->alloc_cpu != t->id) {
+				unsigned int tag = defer_tag(skb, cls);
+				uint64_t want = shell_word(skb) & shell_word_mask();
+				int cpu = skb->alloc_cpu;
+
 				/*
 				 * likely: the last one's owner, whose batch it joins (a plain
 				 * shell leaves only the owner to tell where it goes)
 				 */
-				if (uskb_likely(skb->alloc_cpu == last_cpu)) {
-					uskb_defer_batch_add(&cur, skb, defer_tag(skb, cls));
+				if (uskb_likely(cpu == last_cpu)) {
+					uskb_defer_batch_add(&cur, skb, tag);
 				} else {
 					if (last_cpu != INT_MAX)
 						b[last_k] = cur;
-					k = defer_gather(t, b, &nb, skb, defer_tag(skb, cls));
+					k = defer_gather(t, b, &nb, skb, tag);
 					if (k < FREE_BULK_OWNERS) {
-						last_cpu = skb->alloc_cpu;
+						last_cpu = cpu;
 						last_k = k;
 						cur = b[k];
 					}
 				}
+				/* likely: the skbs after it are like it; they follow in a run */
+				if (tag && cpu == last_cpu)
+					i = defer_run(&cur, skbs, i + 1, n, want) - 1;
 				continue;
 			}
 			/* likely otherwise: ours, kept as a ready pair; counted once for the call */

@@ -364,6 +364,24 @@ struct uskb_defer_batch {
 /* an empty batch for owner @o */
 #define USKB_DEFER_BATCH(owner) ((struct uskb_defer_batch){ .o = (owner), .last_n = USKB_CARRY_MAX })
 
+/* @skb (counted in @b by the caller) starts a new carrier in @b, tagged @tag */
+static inline void uskb_defer_batch_open(struct uskb_defer_batch *b, struct uskb *skb,
+					 unsigned int tag)
+{
+	if (b->last) {
+		uskb_carrier(b->last)->n = b->last_n;
+		uskb_carrier(b->last)->next = skb;
+	} else {
+		b->first = skb;
+	}
+	uskb_carrier(skb)->next = NULL;
+	uskb_carrier(skb)->nahead = 0;
+	uskb_carrier(skb)->tag = (uint16_t)tag;
+	b->last = skb;
+	b->last_n = 0;
+	b->tag = tag;
+}
+
 /*
  * Add @skb, tagged @tag (see struct uskb_carrier), to @b: into the last
  * carrier while it has room and the same tag, else as a new carrier.
@@ -383,18 +401,7 @@ static inline void uskb_defer_batch_add(struct uskb_defer_batch *b, struct uskb 
 		uskb_carrier(b->last)->skb[b->last_n++] = skb;
 		return;
 	}
-	if (b->last) {
-		uskb_carrier(b->last)->n = b->last_n;
-		uskb_carrier(b->last)->next = skb;
-	} else {
-		b->first = skb;
-	}
-	uskb_carrier(skb)->next = NULL;
-	uskb_carrier(skb)->nahead = 0;
-	uskb_carrier(skb)->tag = (uint16_t)tag;
-	b->last = skb;
-	b->last_n = 0;
-	b->tag = tag;
+	uskb_defer_batch_open(b, skb, tag);
 }
 
 /* push @skb (last user gone, owner another thread) to its owner; false: free it here */

@@ -9,6 +9,7 @@
  */
 
 #include <stdlib.h>
+#include <string.h>
 #include "skb/priv.h"
 
 /* skb_unref(): true when the caller dropped the last user reference. */
@@ -153,6 +154,45 @@ static inline __attribute__((always_inline)) unsigned int plain_shell(const stru
 	    skb->destructor || !skb->head)
 		return 0;
 	return cls;
+}
+
+/*
+ * The free path's word, bytes 136..143 of the shell: alloc_cpu, the clean
+ * mark, a reserved byte, the flag byte, __kbuf_class and queue_mapping.
+ */
+_Static_assert(offsetof(struct uskb, queue_mapping) + sizeof(uint16_t) ==
+		       offsetof(struct uskb, alloc_cpu) + sizeof(uint64_t),
+	       "the free path's word ends with queue_mapping");
+
+static inline __attribute__((always_inline)) uint64_t shell_word(const struct uskb *skb)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)skb + offsetof(struct uskb, alloc_cpu), sizeof(w));
+	return w;
+}
+
+/*
+ * What of the free path's word tells a plain, clean skb and its owner: the
+ * owner, the mark, the flags plain_shell() tests and the class (a
+ * constant once folded). An skb the same under it as one that is plain
+ * (plain_shell()) and clean is so too, but for its destructor and head,
+ * which the word does not hold. (cloned is a second guard: a clone never
+ * has the mark.)
+ */
+static inline __attribute__((always_inline)) uint64_t shell_word_mask(void)
+{
+	struct uskb m;
+
+	memset(&m, 0, sizeof(m));
+	m.alloc_cpu = -1;
+	m.__shinfo_clean = 0xff;
+	m.cloned = 1;
+	m.fclone = 3;
+	m.pp_recycle = 1;
+	m.__zcopy_hint = 1;
+	m.__kbuf_class = 0xff;
+	return shell_word(&m);
 }
 
 /*
