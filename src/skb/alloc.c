@@ -421,14 +421,27 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 	if (uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0 &&
 			!uskb_vg_on())) {
 		struct uskb_ready *r = &t->ready[c];
+		unsigned int k;
 
-		i = n < r->n ? n : r->n;
-		r->n -= i;
-		/* likely on x86-64 CPUs of the last decade: 13 stores a pair, not 18 */
-		if (uskb_likely(t->wide))
-			take_ready_wide(skbs, r->skb + r->n, i, c, t->id);
-		else
-			take_ready_narrow(skbs, r->skb + r->n, i, c, t->id);
+		for (;;) {
+			k = n - i < r->n ? n - i : r->n;
+			r->n -= k;
+			/* likely on x86-64 CPUs of the last decade: 13 stores a pair, not 18 */
+			if (uskb_likely(t->wide))
+				take_ready_wide(skbs + i, r->skb + r->n, k, c, t->id);
+			else
+				take_ready_narrow(skbs + i, r->skb + r->n, k, c, t->id);
+			i += k;
+			/*
+			 * likely in a queue's producer: the pairs ran out, and what
+			 * consumers deferred to us refills them (alloc_in_class()'s
+			 * test: only with no shell cached), then taken in one go too
+			 */
+			if (i == n || t->nshell ||
+			    !(t->taken || t->nstash || uskb_defer_waiting(t)) ||
+			    !__uskb_defer_drain_ahead(t) || !r->n)
+				break;
+		}
 	}
 	/* the rest one by one: the per-skb work is two pops and the init */
 	for (; i < n; i++) {
