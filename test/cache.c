@@ -6,8 +6,8 @@
  * carriers a long bulk free goes in, the runs of plain skbs a consumer's
  * bulk free takes in one loop, the clean mark (a shared info nobody was
  * handed is not rewritten), the drain ahead an allocating owner runs,
- * pushers racing for the cap, and producer/consumer traffic with threads
- * exiting in the middle.
+ * pushers racing for the cap, producer/consumer traffic with threads
+ * exiting in the middle, and shells placed whole within pages.
  */
 #include <poll.h>
 #include <sched.h>
@@ -1138,8 +1138,30 @@ static void test_pool_emptied_cache(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/*
+ * No shell straddles two pages: the slab places them whole within pages
+ * (a store split across pages is several times slower than one split
+ * across lines). 400 shells: several slabs.
+ */
+static void test_shells_within_pages(void)
+{
+	enum { N = 400 };
+	struct uskb *v[N];
+	int i, across = 0;
+
+	for (i = 0; i < N; i++) {
+		v[i] = uskb_alloc(100);
+		CHECK(v[i] != NULL);
+		across += (uintptr_t)v[i] % 4096 + USKB_DATA_ALIGN(sizeof(struct uskb)) > 4096;
+	}
+	CHECK_EQ(across, 0);
+	for (i = 0; i < N; i++)
+		uskb_free(v[i]);
+}
+
 int main(void)
 {
+	test_shells_within_pages();
 	test_pool_emptied_cache();
 	test_pool_tcache();
 	test_opts();

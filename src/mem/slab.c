@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The slab: global stacks of free fixed-size objects behind the per-thread
- * caches: slabs of objects from malloc (the skb layer's shells, 64 at a
+ * caches: slabs of objects from malloc (the skb layer's shells, 84 at a
  * time) and the size classes of kmalloc-style data buffers (carved from
  * 32 KiB page blocks). Objects are never returned to the system; a free
  * only pushes, and cannot fail.
@@ -94,26 +94,39 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 
 /* ---- slabs of objects from malloc ---- */
 
-#define SLAB_OBJS 64
+#define SLAB_OBJS 64 /* at least, a slab */
+#define SLAB_PAGE 4096
 
+/*
+ * Objects no larger than a page are placed whole within pages: a store
+ * split across two pages (a 16-byte move at an skb's offset 0x78, say)
+ * costs several times a split across lines, and a 192-byte shell would
+ * straddle one page boundary in 21 otherwise. The kernel's slabs need not
+ * care: its direct map has huge pages. So a slab is whole pages, the last
+ * bytes of each left unused (64 of 4096 for a shell).
+ */
 size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
 {
 	size_t got = __uskb_objstack_pop(&sl->st, v, n);
+	size_t per = sl->size <= SLAB_PAGE ? SLAB_PAGE / sl->size : 0;
+	size_t pages = per ? (SLAB_OBJS + per - 1) / per : 0;
+	size_t total = per ? pages * per : SLAB_OBJS, i;
 
 	while (got < n) {
-		void *objs[SLAB_OBJS];
+		void *objs[2 * SLAB_OBJS]; /* total < SLAB_OBJS + per, and per <= SLAB_PAGE / 64 */
 		char *mem = uskb_should_fail() ? NULL :
-			    aligned_alloc(USKB_CACHE_BYTES, SLAB_OBJS * sl->size);
-		int i;
+			    per ? aligned_alloc(SLAB_PAGE, pages * SLAB_PAGE) :
+				  aligned_alloc(USKB_CACHE_BYTES, SLAB_OBJS * sl->size);
 
 		if (!mem)
 			break;
-		for (i = 0; i < SLAB_OBJS; i++) {
-			objs[i] = mem + (size_t)i * sl->size;
+		for (i = 0; i < total; i++) {
+			objs[i] = per ? mem + i / per * SLAB_PAGE + i % per * sl->size :
+					mem + i * sl->size;
 			uskb_mem_cached(objs[i], sl->size);
 		}
-		atomic_fetch_add_explicit(&sl->created, SLAB_OBJS, memory_order_relaxed);
-		__uskb_objstack_push(&sl->st, objs, SLAB_OBJS);
+		atomic_fetch_add_explicit(&sl->created, (int64_t)total, memory_order_relaxed);
+		__uskb_objstack_push(&sl->st, objs, total);
 		got += __uskb_objstack_pop(&sl->st, v + got, n - got);
 	}
 	return got;
