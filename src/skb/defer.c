@@ -162,14 +162,18 @@ static unsigned int walk(struct uskb **c, struct uskb **cs, unsigned int *nc, un
 					__builtin_prefetch(cc->ahead[j]);
 					__builtin_prefetch((char *)cc->ahead[j] + 64);
 				}
-			for (j = 0; j < n; j++) {
-				uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
-				__builtin_prefetch(&cc->skb[j]->destructor, 1);
-			}
-		} else if (uskb_mem_checks()) {
+			/* likely: a full carrier, its ten in a loop unrolled whole */
+			if (n == USKB_CARRY_MAX)
+#pragma GCC unroll 10
+				for (j = 0; j < USKB_CARRY_MAX; j++)
+					__builtin_prefetch(&cc->skb[j]->destructor, 1);
+			else
+				for (j = 0; j < n; j++)
+					__builtin_prefetch(&cc->skb[j]->destructor, 1);
+		}
+		if (uskb_mem_checks())
 			for (j = 0; j < n; j++)
 				uskb_mem_defined(cc->skb[j], sizeof(struct uskb));
-		}
 		cs[(*nc)++] = *c;
 		m += n + 1;
 		*c = cc->next;

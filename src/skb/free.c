@@ -155,6 +155,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	 * read: skbs from another thread (a queue's consumer) miss on it, and
 	 * the misses then overlap instead of stalling the loops below in turn.
 	 */
+#pragma GCC unroll 4
 	for (i = 0; i < n; i++) { /* (a NULL's address too: a prefetch never faults) */
 		uintptr_t at = (uintptr_t)skbs[i] + offsetof(struct uskb, destructor);
 
