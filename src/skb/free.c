@@ -104,29 +104,52 @@ static inline __attribute__((always_inline)) unsigned int defer_gather(struct us
 }
 
 /*
- * After an skb with a tag (defer_tag()) joined @b, for its owner: the skbs
- * from @i on that are sole users with the same free path's word
- * (shell_word_mask(): the owner, the clean mark, no flag, the class) as
- * it, @want, and no destructor, join @b in a loop that does nothing else.
- * Returns the index of the first that does not.
+ * An skb of a run (defer_run()): a sole user with no destructor whose
+ * free path's word (shell_word_mask(): the owner, the clean mark, no
+ * flag, the class) is @want, the first's.
  */
-static inline __attribute__((always_inline)) unsigned int defer_run(struct uskb_defer_batch *b,
+static inline __attribute__((always_inline)) bool run_like(const struct uskb *skb, uint64_t want)
+{
+	/* the users first: its acquire orders the word's read after earlier users' writes */
+	return skb && atomic_load_explicit(&skb->users, memory_order_acquire) == 1 &&
+	       (shell_word(skb) & shell_word_mask()) == want && !skb->destructor && skb->head;
+}
+
+/*
+ * After an skb with a tag (defer_tag()) joined @b, for its owner: the skbs
+ * from @i on that are like it (run_like()) join @b too, the last carrier's
+ * room filled in a loop that does nothing else (uskb_defer_batch_add()'s
+ * work, its count and room kept out of the loop). Returns the index of
+ * the first that is not.
+ */
+static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch *b,
 								    struct uskb **skbs,
 								    unsigned int i, unsigned int n,
 								    uint64_t want)
 {
-	const uint64_t mask = shell_word_mask();
+	for (;;) {
+		unsigned int room = USKB_CARRY_MAX - b->last_n, k;
+		struct uskb **slot = uskb_carrier(b->last)->skb + b->last_n, **src = skbs + i;
 
-	for (; i < n; i++) {
-		struct uskb *skb = skbs[i];
+		if (room > n - i)
+			room = n - i;
+		for (k = 0; k < room; k++) {
+			/* (in a local: a store to slot[] might be to src[], as the compiler sees it) */
+			struct uskb *skb = src[k];
 
-		/* the users first: its acquire orders the word's read after earlier users' writes */
-		if (!skb || atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
-		    (shell_word(skb) & mask) != want || skb->destructor || !skb->head)
-			break;
-		uskb_defer_batch_add(b, skb, b->tag);
+			if (!run_like(skb, want))
+				break;
+			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
+			slot[k] = skb;
+		}
+		b->last_n += k;
+		b->n += k;
+		i += k;
+		/* the carrier is full and the next skb like the others: it starts one */
+		if (k < room || i == n || !run_like(skbs[i], want))
+			return i;
+		uskb_defer_batch_add(b, skbs[i++], b->tag);
 	}
-	return i;
 }
 
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
