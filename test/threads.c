@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Concurrency: clones of one skb (sharing head, frags and a frag_list) are
- * dropped on many threads; page references taken and dropped concurrently;
+ * dropped on many threads; one skb with a user a thread cloned on all of
+ * them at once; page references taken and dropped concurrently;
  * skbs allocated on one thread and freed on another; threads exit with
  * objects in their caches. Run under TSan by `make test SANITIZE=thread`.
  */
@@ -153,9 +154,49 @@ static void test_page_refs(void)
 	uskb_page_put(hot);
 }
 
+/*
+ * One skb, one user reference a thread, cloned and the clone freed on
+ * every thread at once: the data's count (an add, or a store when the
+ * cloner is the skb's only user and it the data's only reference) must
+ * come back to 1, never below: a lost add frees the head under a clone.
+ */
+static void *clone_loop(void *arg)
+{
+	struct uskb *skb = arg;
+	int i;
+
+	for (i = 0; i < 20 * ROUNDS; i++) {
+		struct uskb *c = uskb_clone(skb);
+
+		if (!c || c->len != skb->len)
+			abort();
+		uskb_free(c);
+	}
+	uskb_free(skb); /* this thread's user reference */
+	return NULL;
+}
+
+static void test_clone_shared_users(void)
+{
+	struct uskb *skb = uskb_alloc(128);
+	pthread_t th[THREADS];
+	int i;
+
+	t_fill(uskb_put(skb, 40), 40, 3);
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, clone_loop, uskb_get(skb));
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(atomic_load(&skb->users), 1);
+	CHECK_EQ(atomic_load(&__uskb_shinfo_peek(skb)->dataref), 1);
+	uskb_free(skb);
+	uskb_cache_drain();
+}
+
 int main(void)
 {
 	test_shared_clones();
+	test_clone_shared_users();
 	test_cross_thread_free();
 	test_page_refs();
 	return t_end("threads");
