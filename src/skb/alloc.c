@@ -292,8 +292,7 @@ static __attribute__((noinline)) struct uskb *alloc_slow(unsigned int size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
-	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
+	uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], 1);
 	return skb;
 }
 
@@ -320,8 +319,7 @@ struct uskb *uskb_alloc(unsigned int size)
 				skb = r->skb[--r->n];
 				data = uskb_ready_take(skb);
 				build_in_class(t, skb, data, c, uskb_clean_mark(skb));
-				uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
-				uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], 1);
+				uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], 1);
 				return skb;
 			}
 		}
@@ -449,12 +447,10 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 		if (uskb_unlikely(!skbs[i]))
 			goto fail_counted;
 	}
-	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], n);
-	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], n);
+	uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], n);
 	return 0;
 fail_counted:
-	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], i);
-	uskb_count_add(&t->c[USKB_TC_KBUF_ALLOC], i);
+	uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], i);
 fail:
 	while (i--)
 		uskb_free(skbs[i]);

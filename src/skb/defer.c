@@ -256,8 +256,7 @@ static unsigned int release_carriers(struct uskb_tls *t, struct uskb **cs, unsig
 			free_local(t, cc->skb[j]);
 		free_local(t, c);
 	}
-	uskb_count_add(&t->c[USKB_TC_SKB_FREE], kept);
-	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], kept);
+	uskb_count_add(&t->c[USKB_TC_PAIR_FREE], kept);
 	return m;
 }
 

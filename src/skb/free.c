@@ -271,8 +271,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	}
 	if (last_cpu != INT_MAX)
 		b[last_k] = cur;
-	uskb_count_add(&t->c[USKB_TC_SKB_FREE], nplain);
-	uskb_count_add(&t->c[USKB_TC_KBUF_FREE], nplain);
+	uskb_count_add(&t->c[USKB_TC_PAIR_FREE], nplain);
 	for (k = 0; k < nb; k++)
 		__uskb_defer_batch_push(t, &b[k]);
 }
@@ -314,8 +313,7 @@ void uskb_free(struct uskb *skb)
 	t = __uskb_tls_ptr;
 	if (uskb_likely(t)) {
 		if (free_plain(t, skb, uskb_cfg(&__uskb_cfg.cache_size) != 0)) {
-			uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
-			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
+			uskb_count_add(&t->c[USKB_TC_PAIR_FREE], 1);
 			return;
 		}
 		/* next likeliest: a clone; every other skb goes straight on */

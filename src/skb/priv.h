@@ -51,6 +51,8 @@ enum {
 	USKB_TC_DEFERRED,	/* skbs this thread pushed to an owner */
 	USKB_TC_DRAINED,	/* deferred skbs this thread freed */
 	USKB_TC_DIRECT,		/* another thread's skbs this thread freed itself */
+	USKB_TC_PAIR_ALLOC,	/* an skb and its kbuf head, counted once (ready pairs, bulk) */
+	USKB_TC_PAIR_FREE,
 	USKB_TC_NR
 };
 

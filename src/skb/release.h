@@ -317,8 +317,7 @@ static inline __attribute__((always_inline)) void free_local(struct uskb_tls *t,
 				uskb_cfg(&__uskb_cfg.cache_size))) {
 			struct uskb_ready *r = &t->ready[cls - 1];
 
-			uskb_count_add(&t->c[USKB_TC_KBUF_FREE], 1);
-			uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+			uskb_count_add(&t->c[USKB_TC_PAIR_FREE], 1);
 			ready_push(r, &r->n, skb, cls, uskb_vg_on());
 			return;
 		}

@@ -18,6 +18,11 @@ int uskb_stats_get(struct uskb_stats *out)
 	memset(sum, 0, sizeof(sum));
 	__uskb_tls_counters(sum, &st.threads, &pending);
 #define SUM(i) sum[USKB_TC_##i]
+	/* a pair is an skb and a head */
+	SUM(SKB_ALLOC) += SUM(PAIR_ALLOC);
+	SUM(KBUF_ALLOC) += SUM(PAIR_ALLOC);
+	SUM(SKB_FREE) += SUM(PAIR_FREE);
+	SUM(KBUF_FREE) += SUM(PAIR_FREE);
 	st.skb_allocs = (uint64_t)SUM(SKB_ALLOC);
 	st.skb_frees = (uint64_t)SUM(SKB_FREE);
 	st.skbs = SUM(SKB_ALLOC) - SUM(SKB_FREE);
