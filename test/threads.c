@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Concurrency: clones of one skb (sharing head, frags and a frag_list) are
- * dropped on many threads; one skb with a user a thread cloned on all of
- * them at once; page references taken and dropped concurrently;
+ * dropped on many threads; one skb with a user a thread, and one reached
+ * through a shared frag_list, cloned on several at once; page references taken and dropped concurrently;
  * skbs allocated on one thread and freed on another; threads exit with
  * objects in their caches. Run under TSan by `make test SANITIZE=thread`.
  */
@@ -156,9 +156,9 @@ static void test_page_refs(void)
 
 /*
  * One skb, one user reference a thread, cloned and the clone freed on
- * every thread at once: the data's count (an add, or a store when the
- * cloner is the skb's only user and it the data's only reference) must
- * come back to 1, never below: a lost add frees the head under a clone.
+ * every thread at once: the data's count must come back to 1, never
+ * below (a lost add frees the head under a clone). Cloned once here
+ * first: the first clone sets the skb's cloned bit, a plain write.
  */
 static void *clone_loop(void *arg)
 {
@@ -183,6 +183,7 @@ static void test_clone_shared_users(void)
 	int i;
 
 	t_fill(uskb_put(skb, 40), 40, 3);
+	uskb_free(uskb_clone(skb));
 	for (i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, clone_loop, uskb_get(skb));
 	for (i = 0; i < THREADS; i++)
@@ -193,10 +194,52 @@ static void test_clone_shared_users(void)
 	uskb_cache_drain();
 }
 
+/*
+ * The skb on a cloned skb's frag_list has one user, yet the threads that
+ * hold the skb and its clone reach it both (as skb_segment() clones
+ * list_skb): cloning it on both at once must still count every clone. A
+ * clone that stored dataref 2 when it read users 1 and dataref 1 would
+ * lose adds here.
+ */
+static void *clone_list_loop(void *arg)
+{
+	struct uskb *holder = arg;
+	struct uskb *x = __uskb_shinfo_peek(holder)->frag_list;
+	int i;
+
+	for (i = 0; i < 20 * ROUNDS; i++) {
+		struct uskb *c = uskb_clone(x);
+
+		if (!c || c->len != x->len)
+			abort();
+		uskb_free(c);
+	}
+	uskb_free(holder);
+	return NULL;
+}
+
+static void test_clone_frag_list_shared(void)
+{
+	struct uskb *p = uskb_alloc(128), *x = uskb_alloc(128), *p2;
+	pthread_t th[2];
+
+	t_fill(uskb_put(x, 60), 60, 4);
+	uskb_append_frag_list(p, x);
+	uskb_free(uskb_clone(x)); /* the first clone's plain write of x's cloned bit, here */
+	p2 = uskb_clone(p);
+	CHECK_EQ(atomic_load(&x->users), 1);
+	pthread_create(&th[0], NULL, clone_list_loop, p);
+	pthread_create(&th[1], NULL, clone_list_loop, p2);
+	pthread_join(th[0], NULL);
+	pthread_join(th[1], NULL);
+	uskb_cache_drain();
+}
+
 int main(void)
 {
 	test_shared_clones();
 	test_clone_shared_users();
+	test_clone_frag_list_shared();
 	test_cross_thread_free();
 	test_page_refs();
 	return t_end("threads");

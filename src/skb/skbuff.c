@@ -67,7 +67,6 @@ struct uskb *uskb_clone(struct uskb *skb)
 {
 	struct uskb_fclones *fc = (struct uskb_fclones *)skb;
 	struct uskb_tls *t = uskb_tls();
-	struct uskb_shared_info *sh;
 	unsigned int fclone;
 	struct uskb *n;
 
@@ -117,20 +116,8 @@ struct uskb *uskb_clone(struct uskb *skb)
 	n->fclone = fclone & 3;
 	n->alloc_cpu = t->id;
 	atomic_init(&n->users, 1);
-	sh = uskb_shinfo(skb);
-	/*
-	 * likely: we hold @skb's only user and it the data's only reference,
-	 * so no other thread can reach the count: a plain store, as DPDK's
-	 * refcnt update when it reads 1 (acquire: pairs with the release of
-	 * a user that went, ordering its count changes before our read).
-	 * Else the kernel's add (relaxed: we hold a data reference, so the
-	 * count cannot reach zero).
-	 */
-	if (atomic_load_explicit(&skb->users, memory_order_acquire) == 1 &&
-	    atomic_load_explicit(&sh->dataref, memory_order_relaxed) == 1)
-		atomic_store_explicit(&sh->dataref, 2, memory_order_relaxed);
-	else
-		atomic_fetch_add_explicit(&sh->dataref, 1, memory_order_relaxed);
+	/* relaxed: we hold a data reference, so the count cannot reach zero */
+	atomic_fetch_add_explicit(&uskb_shinfo(skb)->dataref, 1, memory_order_relaxed);
 	/* once: a write per clone of a flag byte other threads read costs */
 	if (!skb->cloned)
 		skb->cloned = 1;
