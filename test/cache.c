@@ -570,13 +570,14 @@ static void test_mixed_deferred(void)
  * A consumer's burst in which runs of the owner's plain, clean skbs (the
  * loop that takes a run tests the free path's word, the users and the
  * destructor) are broken by one skb of each other kind: a destructor, a
- * clone, a frag (its mark cleared), a second user, another class, a NULL
- * and another owner's plain skb. Each must leave the run and go its own
- * way: the owners drain exactly theirs; the destructor runs once, here;
- * the clone's data reference goes; the shared skb stays alive; the other
- * class's pair comes back in its own class only.
+ * clone, a frag (its mark cleared), a second user, another class, a NULL,
+ * another owner's plain skb and an fclone. Each must leave the run and go
+ * its own way: the owners drain exactly theirs; the destructor runs once,
+ * here; the clone's data reference goes; the shared skb stays alive; the
+ * other class's pair comes back in its own class only; the fclone is
+ * freed here.
  */
-#define N_RUNS 23
+#define N_RUNS 26
 static struct uskb *runsv[N_RUNS], *runs_orig, *runs_other_b;
 static unsigned char *runs_big_head;
 static unsigned int runs_drained[2];
@@ -590,15 +591,16 @@ static void runs_destructor(struct uskb *skb)
 }
 
 /* slots of the burst: P plain, then the breakers */
-enum { R_DTOR = 2, R_CLONE = 5, R_FRAG = 8, R_SHARED = 11, R_BIG = 14, R_NULL = 17, R_B = 20 };
+enum { R_DTOR = 2, R_CLONE = 5, R_FRAG = 8, R_SHARED = 11, R_BIG = 14, R_NULL = 17, R_B = 20,
+       R_FCLONE = 23 };
 
 static void *runs_owner_a(void *arg)
 {
-	struct uskb *p[16], *again[16];
+	struct uskb *p[18], *again[16];
 	int i, k = 0, seen;
 
 	(void)arg;
-	if (uskb_alloc_bulk(p, 16, 100) || !(runs_orig = uskb_alloc(100)))
+	if (uskb_alloc_bulk(p, 18, 100) || !(runs_orig = uskb_alloc(100)))
 		abort();
 	uskb_put(runs_orig, 50);
 	for (i = 0; i < N_RUNS; i++) {
@@ -623,6 +625,9 @@ static void *runs_owner_a(void *arg)
 			runsv[i] = uskb_alloc(2000);
 			runs_big_head = runsv[i]->head;
 			break;
+		case R_FCLONE: /* clean, our class: only its fclone bits tell it */
+			runsv[i] = uskb_alloc_fclone(100);
+			break;
 		case R_NULL:
 		case R_B:
 			break;
@@ -630,7 +635,7 @@ static void *runs_owner_a(void *arg)
 			runsv[i] = p[k++];
 		}
 	}
-	CHECK_EQ(k, 16);
+	CHECK_EQ(k, 18);
 	pthread_barrier_wait(&runs_bar);
 	pthread_barrier_wait(&runs_bar); /* freed by the main thread */
 	runs_drained[0] = uskb_cache_drain();
@@ -662,6 +667,7 @@ static void *runs_owner_b(void *arg)
 
 static void test_runs_deferred(void)
 {
+	struct uskb_stats before;
 	struct uskb *shared;
 	pthread_t th[2];
 
@@ -673,7 +679,10 @@ static void test_runs_deferred(void)
 	pthread_barrier_wait(&runs_bar);
 	runsv[R_B] = runs_other_b;
 	shared = runsv[R_SHARED];
+	before = stats();
 	uskb_free_bulk(runsv, N_RUNS);
+	/* the fclone is freed here, never deferred */
+	CHECK_EQ(stats().direct_frees - before.direct_frees, 1);
 	/* the destructor ran here, once; the second user's reference went, not the skb */
 	CHECK_EQ(atomic_load(&runs_dtor_calls), 1);
 	CHECK_EQ(atomic_load(&shared->users), 1);
@@ -681,8 +690,8 @@ static void test_runs_deferred(void)
 	pthread_barrier_wait(&runs_bar);
 	pthread_join(th[0], NULL);
 	pthread_join(th[1], NULL);
-	/* A: 16 plain, the destructor's, the clone, the frag's, the big one, the shared one */
-	CHECK_EQ(runs_drained[0], 21);
+	/* A: 18 plain, the destructor's, the clone, the frag's, the big one, the shared one */
+	CHECK_EQ(runs_drained[0], 23);
 	CHECK_EQ(runs_drained[1], 1);
 	CHECK_EQ(stats().defer_pending, 0);
 	pthread_barrier_destroy(&runs_bar);

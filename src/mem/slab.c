@@ -99,11 +99,12 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 
 /*
  * Objects no larger than a page are placed whole within pages: a store
- * split across two pages (a 16-byte move at an skb's offset 0x78, say)
- * costs several times a split across lines, and a 192-byte shell would
- * straddle one page boundary in 21 otherwise. The kernel's slabs need not
- * care: its direct map has huge pages. So a slab is whole pages, the last
- * bytes of each left unused (64 of 4096 for a shell).
+ * split across two pages (the clone's 16-byte move at an skb's offset
+ * 0x7a, say) costs several times a split across lines, and about one
+ * 192-byte shell in 32 straddled a page boundary otherwise. The kernel's
+ * slabs need not care: its direct map has huge pages. So a slab is whole
+ * pages, the last bytes of each left unused (64 of 4096 for a shell) and
+ * poisoned, so an overrun past a page's last object is still caught.
  */
 size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
 {
@@ -125,6 +126,9 @@ size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
 					mem + i * sl->size;
 			uskb_mem_cached(objs[i], sl->size);
 		}
+		for (i = 0; per && per * sl->size < SLAB_PAGE && i < pages; i++)
+			uskb_mem_cached(mem + i * SLAB_PAGE + per * sl->size,
+					SLAB_PAGE - per * sl->size);
 		atomic_fetch_add_explicit(&sl->created, (int64_t)total, memory_order_relaxed);
 		__uskb_objstack_push(&sl->st, objs, total);
 		got += __uskb_objstack_pop(&sl->st, v + got, n - got);

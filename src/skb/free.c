@@ -104,16 +104,21 @@ static inline __attribute__((always_inline)) unsigned int defer_gather(struct us
 }
 
 /*
- * An skb of a run (defer_run()): a sole user with no destructor whose
- * free path's word (shell_word_mask(): the owner, the clean mark, no
- * flag, the class) is @want, the first's.
+ * An skb of a run (defer_run()): a sole user with no destructor and a
+ * head, whose free path's word under @mask (shell_word_mask(): the owner,
+ * the clean mark, the cloned, fclone, pp_recycle and zero-copy bits, the
+ * class) is @want, the first's.
  */
-static inline __attribute__((always_inline)) bool run_like(const struct uskb *skb, uint64_t want)
+static inline __attribute__((always_inline)) bool run_like(const struct uskb *skb, uint64_t want,
+							   uint64_t mask)
 {
 	/* the users first: its acquire orders the word's read after earlier users' writes */
 	return skb && atomic_load_explicit(&skb->users, memory_order_acquire) == 1 &&
-	       (shell_word(skb) & shell_word_mask()) == want && !skb->destructor && skb->head;
+	       (shell_word(skb) & mask) == want && !skb->destructor && skb->head;
 }
+
+/* a carrier's slot, stored through as the carrier's may_alias words are */
+typedef struct uskb *uskb_slot_t __attribute__((may_alias));
 
 /*
  * After an skb with a tag (defer_tag()) joined @b, for its owner: the skbs
@@ -123,13 +128,15 @@ static inline __attribute__((always_inline)) bool run_like(const struct uskb *sk
  * the first that is not.
  */
 static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch *b,
-								    struct uskb **skbs,
-								    unsigned int i, unsigned int n,
-								    uint64_t want)
+							 struct uskb **skbs, unsigned int i,
+							 unsigned int n, uint64_t want)
 {
+	const uint64_t mask = shell_word_mask();
+
 	for (;;) {
 		unsigned int room = USKB_CARRY_MAX - b->last_n, k;
-		struct uskb **slot = uskb_carrier(b->last)->skb + b->last_n, **src = skbs + i;
+		uskb_slot_t *slot = uskb_carrier(b->last)->skb + b->last_n;
+		struct uskb **src = skbs + i;
 
 		if (room > n - i)
 			room = n - i;
@@ -137,7 +144,7 @@ static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch 
 			/* (in a local: a store to slot[] might be to src[], as the compiler sees it) */
 			struct uskb *skb = src[k];
 
-			if (!run_like(skb, want))
+			if (!run_like(skb, want, mask))
 				break;
 			atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 			slot[k] = skb;
@@ -146,7 +153,7 @@ static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch 
 		b->n += k;
 		i += k;
 		/* the carrier is full and the next skb like the others: it starts one */
-		if (k < room || i == n || !run_like(skbs[i], want))
+		if (k < room || i == n || !run_like(skbs[i], want, mask))
 			return i;
 		uskb_defer_batch_add(b, skbs[i++], b->tag);
 	}
@@ -245,9 +252,16 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 						cur = b[k];
 					}
 				}
-				/* likely: the skbs after it are like it; they follow in a run */
-				if (tag && cpu == last_cpu)
-					i = defer_run(&cur, skbs, i + 1, n, want) - 1;
+				/*
+				 * likely: the skbs after it are like it; they follow in a
+				 * run (out of line, on a copy: cur's address stays ours)
+				 */
+				if (tag && cpu == last_cpu) {
+					struct uskb_defer_batch run = cur;
+
+					i = defer_run(&run, skbs, i + 1, n, want) - 1;
+					cur = run;
+				}
 				continue;
 			}
 			/* likely otherwise: ours, kept as a ready pair; counted once for the call */
