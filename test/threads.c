@@ -160,9 +160,8 @@ static void test_page_refs(void)
  * below (a lost add frees the head under a clone). Cloned once here
  * first: the first clone sets the skb's cloned bit, a plain write.
  */
-static void *clone_loop(void *arg)
+static void clone_many(struct uskb *skb)
 {
-	struct uskb *skb = arg;
 	int i;
 
 	for (i = 0; i < 20 * ROUNDS; i++) {
@@ -172,7 +171,12 @@ static void *clone_loop(void *arg)
 			abort();
 		uskb_free(c);
 	}
-	uskb_free(skb); /* this thread's user reference */
+}
+
+static void *clone_loop(void *arg)
+{
+	clone_many(arg);
+	uskb_free(arg); /* this thread's user reference */
 	return NULL;
 }
 
@@ -203,18 +207,8 @@ static void test_clone_shared_users(void)
  */
 static void *clone_list_loop(void *arg)
 {
-	struct uskb *holder = arg;
-	struct uskb *x = __uskb_shinfo_peek(holder)->frag_list;
-	int i;
-
-	for (i = 0; i < 20 * ROUNDS; i++) {
-		struct uskb *c = uskb_clone(x);
-
-		if (!c || c->len != x->len)
-			abort();
-		uskb_free(c);
-	}
-	uskb_free(holder);
+	clone_many(__uskb_shinfo_peek(arg)->frag_list);
+	uskb_free(arg); /* the skb or its clone, whose frag_list it was */
 	return NULL;
 }
 
