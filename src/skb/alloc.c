@@ -244,7 +244,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	 * lock). Only here, so the fast path never reads the list's cache line.
 	 */
 	if (uskb_unlikely(!r->n && !t->nshell) &&
-	    (t->taken || t->nstash || uskb_defer_waiting(t))) {
+	    uskb_defer_work(t)) {
 		__uskb_defer_drain_ahead(t);
 		drained = true;
 	}
@@ -436,7 +436,7 @@ int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int size)
 			 * test: only with no shell cached), then taken in one go too
 			 */
 			if (i == n || t->nshell ||
-			    !(t->taken || t->nstash || uskb_defer_waiting(t)) ||
+			    !uskb_defer_work(t) ||
 			    !__uskb_defer_drain_ahead(t) || !r->n)
 				break;
 		}

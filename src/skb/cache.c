@@ -319,7 +319,7 @@ struct uskb *__uskb_shell_refill(struct uskb_tls *t, bool drain)
 	unsigned int n = uskb_cfg(&__uskb_cfg.bulk);
 
 	/* relaxed: a hint; the drain's exchange acquires */
-	if (drain && (t->taken || t->nstash || uskb_defer_waiting(t)) &&
+	if (drain && uskb_defer_work(t) &&
 	    __uskb_defer_drain_ahead(t) && t->nshell)
 		return t->shells[--t->nshell];
 

@@ -141,7 +141,7 @@ static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch 
 		if (room > n - i)
 			room = n - i;
 		for (k = 0; k < room; k++) {
-			/* (in a local: a store to slot[] might be to src[], as the compiler sees it) */
+			/* (a local: a store to slot[] may be to src[], as the compiler sees it) */
 			struct uskb *skb = src[k];
 
 			if (!run_like(skb, want, mask))
@@ -233,7 +233,6 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			/* likely in a queue's consumer: another thread's, no destructor to run */
 			if (skb->alloc_cpu != t->id) {
 				unsigned int tag = defer_tag(skb, cls);
-				uint64_t want = shell_word(skb) & shell_word_mask();
 				int cpu = skb->alloc_cpu;
 
 				/*
@@ -254,12 +253,15 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 				}
 				/*
 				 * likely: the skbs after it are like it; they follow in a
-				 * run (out of line, on a copy: cur's address stays ours)
+				 * run (out of line, on a copy: cur's address stays ours).
+				 * The skb is in cur's carrier now; a carrier's words stop
+				 * short of the free path's, so its word reads as it was.
 				 */
 				if (tag && cpu == last_cpu) {
 					struct uskb_defer_batch run = cur;
 
-					i = defer_run(&run, skbs, i + 1, n, want) - 1;
+					i = defer_run(&run, skbs, i + 1, n,
+						      shell_word(skb) & shell_word_mask()) - 1;
 					cur = run;
 				}
 				continue;

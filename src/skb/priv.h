@@ -429,6 +429,11 @@ static inline bool uskb_defer_waiting(struct uskb_tls *o)
 {
 	return atomic_load_explicit(&o->defer_list, memory_order_relaxed) != 0;
 }
+/* a drain step of @t's would free something: taken, stashed or waiting */
+static inline bool uskb_defer_work(struct uskb_tls *t)
+{
+	return t->taken || t->nstash || uskb_defer_waiting(t);
+}
 /* wake a sleeping owner: its defer list reached half the cap */
 USKB_HIDDEN void __uskb_defer_kick(struct uskb_tls *o);
 
