@@ -2,9 +2,10 @@
 /*
  * Concurrency: clones of one skb (sharing head, frags and a frag_list) are
  * dropped on many threads; one skb with a user a thread, and one reached
- * through a shared frag_list, cloned on several at once; page references taken and dropped concurrently;
- * skbs allocated on one thread and freed on another; threads exit with
- * objects in their caches. Run under TSan by `make test SANITIZE=thread`.
+ * through a shared frag_list, cloned on several at once; page references
+ * taken and dropped concurrently; skbs allocated on one thread and freed
+ * on another; threads exit with objects in their caches. Run under TSan
+ * by `make test SANITIZE=thread`.
  */
 #include <pthread.h>
 #include "t.h"

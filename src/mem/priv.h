@@ -82,7 +82,10 @@ USKB_HIDDEN void __uskb_slab_kbufs_put(int c, void **v, unsigned int n);
 /* Page blocks carved into kbufs (they are never returned) */
 USKB_HIDDEN int64_t __uskb_slab_pages(void);
 
-/* Objects of one size from malloc, 64 or more at a time, none across pages (the skb layer's shells). */
+/*
+ * Objects of one size from malloc, 64 or more at a time, none across
+ * pages (the skb layer's shells).
+ */
 struct uskb_slab {
 	struct uskb_objstack st;
 	size_t size;		/* a multiple of the cache line */
