@@ -51,6 +51,34 @@ static void test_alloc(void)
 	CHECK(uskb_shinfo(skb)->frag_list == NULL);
 	uskb_free(skb);
 
+	/*
+	 * Every request size up to past the biggest class: the head's class
+	 * is the smallest its size and shared info fit, the same on the
+	 * general path and on uskb_alloc()'s from a ready pair.
+	 */
+	for (unsigned int size = 0; size <= 17000; size++) {
+		unsigned int want = 0, end;
+
+		for (unsigned int c = 0; c < 6 && !want; c++)
+			if (USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE <= 512u << c)
+				want = (512u << c) - USKB_SHINFO_SIZE;
+		skb = __uskb_alloc(size, 0, USKB_NO_NODE);
+		end = uskb_end_offset(skb);
+		CHECK(end >= size);
+		if (want)
+			CHECK_EQ(end, want);
+		uskb_free(skb);
+		/* a class's head comes back as the ready pair just freed */
+		skb = uskb_alloc(size);
+		CHECK_EQ(uskb_end_offset(skb), end);
+		CHECK_EQ(skb->truesize, USKB_TRUESIZE(end));
+		CHECK_EQ(uskb_tailroom(skb), end);
+		CHECK_EQ(atomic_load(&skb->users), 1);
+		CHECK_EQ(skb->mac_header, USKB_HEADER_UNSET);
+		CHECK_EQ(dataref(skb), 1);
+		uskb_free(skb);
+	}
+
 	/* large heads take their own page block */
 	skb = uskb_alloc(100000);
 	CHECK(skb && uskb_tailroom(skb) >= 100000);

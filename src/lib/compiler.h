@@ -23,6 +23,13 @@
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
 /*
+ * Make @var opaque to the optimiser (the kernel's OPTIMIZER_HIDE_VAR): its
+ * value stays in one register, and the accesses through it are addressed
+ * from that register, not recomputed from how it was made. No instruction.
+ */
+#define uskb_hide_var(var) __asm__("" : "+r"(var))
+
+/*
  * A counter with one writer (its thread) and readers anywhere: a relaxed load
  * and store, no read-modify-write, so as cheap as a plain add on x86, and
  * readers never see a torn value. For plain (non-_Atomic) integer objects.

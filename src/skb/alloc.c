@@ -90,36 +90,78 @@ static inline __attribute__((always_inline)) void init_shinfo(struct uskb_shared
 	*(uskb_v16 *)&shinfo->dataref = rest;
 }
 
+/* build_around()'s word at 136: owner, the clean mark, the flag byte, class; queue_mapping 0 */
+static inline __attribute__((always_inline)) uint64_t word136_of(int owner, bool head_frag,
+								  unsigned int __kbuf_class)
+{
+	return (uint64_t)(uint16_t)owner | (uint64_t)1 << 16 |
+	       (head_frag ? head_frag_byte() << 32 : 0) | (uint64_t)(uint8_t)__kbuf_class << 40;
+}
+
+/* ... at 144: tail 0, end @size; at 168: truesize, users 1 */
+static inline __attribute__((always_inline)) uint64_t word144_of(unsigned int size)
+{
+	return (uint64_t)size << 32;
+}
+
+static inline __attribute__((always_inline)) uint64_t word168_of(unsigned int size)
+{
+	return (uint64_t)USKB_TRUESIZE(size) | (uint64_t)1 << 32;
+}
+
 /*
- * __build_skb_around(): set up a zeroed shell around head @data. The
- * prefix is written in 16-byte stores, the one at 112 already holding the
- * unset mac and transport headers, the one at 128 the free path's
- * destructor, owner, flag byte and class; the allocator's words after it
+ * __build_skb_around(): set up a zeroed shell around head @data from the
+ * words at 128, 144 and 168 (word136_of() and the others: made here, or
+ * kept in a ready list); @head_kept: the shell holds @data as its head
+ * already (a ready pair). The prefix is written in 16-byte stores, the one
+ * at 112 already holding the unset mac and transport headers, the one at
+ * 128 the free path's destructor and word; the allocator's words after it
  * in 8-byte stores.
  */
-static inline __attribute__((always_inline)) void
-build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
-	     bool head_frag, unsigned int __kbuf_class, bool shinfo_clean)
+static inline __attribute__((always_inline)) void build_words(struct uskb *skb,
+							       unsigned char *data, uskb_v16 w128,
+							       uint64_t w144, uint64_t w168,
+							       bool shinfo_clean, bool head_kept)
 {
 	/* bytes 112..127: transport (122) and mac (126) headers USKB_HEADER_UNSET */
 	const uskb_v16 hdrs = { 0, (uint64_t)USKB_HEADER_UNSET << 16 |
 					   (uint64_t)USKB_HEADER_UNSET << 48 };
-	/* bytes 128..143: no destructor; alloc_cpu, clean, flags, class, queue_mapping 0 */
-	const uskb_v16 freeword = { 0, (uint64_t)(uint16_t)owner | (uint64_t)1 << 16 |
-					       (head_frag ? head_frag_byte() << 32 : 0) |
-					       (uint64_t)(uint8_t)__kbuf_class << 40 };
 	uskb_u64a *w = (uskb_u64a *)skb;
 
 	zero_prefix(skb, 112);
 	((uskb_v16 *)skb)[7] = hdrs;
-	((uskb_v16 *)skb)[8] = freeword;
-	w[144 / 8] = (uint64_t)size << 32; /* tail 0, end */
-	w[152 / 8] = (uint64_t)(uintptr_t)data; /* head */
+	((uskb_v16 *)skb)[8] = w128; /* no destructor; the free path's word */
+	w[144 / 8] = w144;
+	/* a ready pair's shell still holds its head: one store fewer */
+	if (!head_kept)
+		w[152 / 8] = (uint64_t)(uintptr_t)data; /* head */
 	w[160 / 8] = (uint64_t)(uintptr_t)data; /* data */
-	w[168 / 8] = (uint64_t)USKB_TRUESIZE(size) | (uint64_t)1 << 32; /* truesize, users 1 */
+	w[168 / 8] = w168;
 	/* a ready pair's clean shared info is as init_shinfo() left it: no line to write */
 	if (!shinfo_clean)
-		init_shinfo((struct uskb_shared_info *)(data + size));
+		init_shinfo((struct uskb_shared_info *)(data + (w144 >> 32)));
+}
+
+static inline __attribute__((always_inline)) void
+build_around(struct uskb *skb, unsigned char *data, unsigned int size, int owner,
+	     bool head_frag, unsigned int __kbuf_class, bool shinfo_clean, bool head_kept)
+{
+	build_words(skb, data, (uskb_v16){ 0, word136_of(owner, head_frag, __kbuf_class) },
+		    word144_of(size), word168_of(size), shinfo_clean, head_kept);
+}
+
+void __uskb_ready_words(struct uskb_tls *t)
+{
+	int c;
+
+	for (c = 0; c < USKB_KBUF_CLASSES; c++) {
+		unsigned int size = USKB_WITH_OVERHEAD(uskb_kbuf_class_size(c));
+
+		t->ready[c].zero128 = 0;
+		t->ready[c].word136 = word136_of(t->id, false, (unsigned int)c + 1);
+		t->ready[c].word144 = word144_of(size);
+		t->ready[c].word168 = word168_of(size);
+	}
 }
 
 static struct uskb *alloc_fclone_shell(struct uskb_tls *t)
@@ -189,7 +231,7 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 		return NULL;
 	}
 	build_around(skb, data, size, t->id, head_frag,
-		     head_frag ? 0 : (unsigned int)(uskb_kbuf_class(total) + 1), false);
+		     head_frag ? 0 : (unsigned int)(uskb_kbuf_class(total) + 1), false, false);
 	if (flags & USKB_ALLOC_FCLONE)
 		skb->fclone = USKB_FCLONE_ORIG;
 	uskb_count_add(&t->c[USKB_TC_SKB_ALLOC], 1);
@@ -198,27 +240,27 @@ struct uskb *__uskb_alloc(unsigned int size, unsigned int flags, int node)
 
 /*
  * Build @skb (handed out) around @data, a head of size class @c (still
- * cached); @clean: they are a ready pair whose shared info is untouched.
+ * cached), from the words the class's ready list @r keeps; @clean: they are a
+ * ready pair whose shared info is untouched; @kept: a ready pair.
  */
-static inline __attribute__((always_inline)) void build_in_class(struct uskb_tls *t,
+static inline __attribute__((always_inline)) void build_in_class(const struct uskb_ready *r,
 								  struct uskb *skb,
 								  unsigned char *data, int c,
-								  bool clean)
+								  bool clean, bool kept)
 {
-	unsigned int csz = uskb_kbuf_class_size(c);
-
-	uskb_unpoison(data, csz);
+	uskb_unpoison(data, uskb_kbuf_class_size(c));
 #ifdef USKB_VALGRIND
 	/* unlikely: the head handed out; a kept shared info defined (init_shinfo() wrote it) */
 	if (uskb_unlikely(__uskb_on_valgrind)) {
+		unsigned int csz = uskb_kbuf_class_size(c);
+
 		VALGRIND_MAKE_MEM_UNDEFINED(data, csz);
 		if (clean)
 			VALGRIND_MAKE_MEM_DEFINED(data + USKB_WITH_OVERHEAD(csz),
 						  offsetof(struct uskb_shared_info, frags));
 	}
 #endif
-	build_around(skb, data, USKB_WITH_OVERHEAD(csz), t->id, false, (unsigned int)c + 1,
-		     clean);
+	build_words(skb, data, *(const uskb_v16 *)&r->zero128, r->word144, r->word168, clean, kept);
 }
 
 /*
@@ -267,7 +309,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	}
 	uskb_mem_handed_out(skb, sizeof(*skb));
 init:
-	build_in_class(t, skb, data, c, clean);
+	build_in_class(r, skb, data, c, clean, false);
 	return skb;
 }
 
@@ -296,12 +338,33 @@ static __attribute__((noinline)) struct uskb *alloc_slow(unsigned int size)
 	return skb;
 }
 
+/*
+ * uskb_kbuf_class() of a head for a request of up to CLASS_LINES * 64 - 1
+ * bytes, indexed by the request's 64-byte lines (rounded up): the classes'
+ * ranges of lines, in one table.
+ */
+#define LINES_UPTO(c) ((uskb_kbuf_class_size_c(c) - USKB_SHINFO_SIZE) / USKB_CACHE_BYTES)
+#define uskb_kbuf_class_size_c(c) (512u << (c)) /* uskb_kbuf_class_size(), as a constant */
+#define CLASS_LINES (LINES_UPTO(USKB_KBUF_CLASSES - 1) + 1)
+static const uint8_t class_by_lines[CLASS_LINES] = {
+	[0 ... LINES_UPTO(0)] = 0,
+	[LINES_UPTO(0) + 1 ... LINES_UPTO(1)] = 1,
+	[LINES_UPTO(1) + 1 ... LINES_UPTO(2)] = 2,
+	[LINES_UPTO(2) + 1 ... LINES_UPTO(3)] = 3,
+	[LINES_UPTO(3) + 1 ... LINES_UPTO(4)] = 4,
+	[LINES_UPTO(4) + 1 ... LINES_UPTO(5)] = 5,
+};
+_Static_assert(USKB_KBUF_CLASSES == 6, "class_by_lines lists six classes");
+_Static_assert(USKB_CACHE_BYTES == 64, "class_by_lines counts 64-byte lines");
+
 struct uskb *uskb_alloc(unsigned int size)
 {
 	struct uskb_tls *t = __uskb_tls_ptr;
+	size_t lines = ((size_t)size + USKB_CACHE_BYTES - 1) / USKB_CACHE_BYTES;
 	struct uskb_ready *r;
 	unsigned char *data;
 	struct uskb *skb;
+	unsigned int rn;
 	int c;
 
 	/*
@@ -309,19 +372,20 @@ struct uskb *uskb_alloc(unsigned int size)
 	 * armed: take the pair. A short leaf, so the call saves no registers;
 	 * everything else is alloc_slow().
 	 */
-	if (uskb_likely(t && size <= (1u << 30))) {
-		c = uskb_kbuf_class(USKB_DATA_ALIGN(size) + USKB_SHINFO_SIZE);
-		if (uskb_likely(c >= 0)) {
-			r = &t->ready[c];
-			if (uskb_likely(r->n) &&
-			    uskb_likely(atomic_load_explicit(&__uskb_fault_countdown,
-							     memory_order_relaxed) <= 0)) {
-				skb = r->skb[--r->n];
-				data = uskb_ready_take(skb);
-				build_in_class(t, skb, data, c, uskb_clean_mark(skb));
-				uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], 1);
-				return skb;
-			}
+	if (uskb_likely(t && lines < CLASS_LINES) &&
+	    uskb_likely(atomic_load_explicit(&__uskb_fault_countdown, memory_order_relaxed) <= 0)) {
+		c = class_by_lines[lines];
+		r = &t->ready[c];
+		/* (one register: gcc would address each field from t and c again) */
+		uskb_hide_var(r);
+		rn = r->n;
+		if (uskb_likely(rn)) {
+			r->n = --rn;
+			skb = r->skb[rn];
+			data = uskb_ready_take(skb);
+			build_in_class(r, skb, data, c, uskb_clean_mark(skb), true);
+			uskb_count_add(&t->c[USKB_TC_PAIR_ALLOC], 1);
+			return skb;
 		}
 	}
 	return alloc_slow(size);
@@ -358,8 +422,9 @@ static inline __attribute__((always_inline)) void take_ready(struct uskb **skbs,
 
 		uskb_unpoison(skb, sizeof(*skb));
 		uskb_unpoison(skb->head, csz);
+		/* the head stored again: then bytes 144..175 are one 32-byte store */
 		build_around(skb, skb->head, USKB_WITH_OVERHEAD(csz), owner, false,
-			     (unsigned int)c + 1, uskb_clean_mark(skb));
+			     (unsigned int)c + 1, uskb_clean_mark(skb), false);
 		skbs[i] = skb;
 	}
 }

@@ -90,6 +90,7 @@ struct uskb_tls *__uskb_tls_create(void)
 		}
 		memset(t, 0, sizeof(*t));
 		t->id = reg.nslots;
+		__uskb_ready_words(t);
 #if defined(__x86_64__)
 		t->wide = __builtin_cpu_supports("avx2");
 #endif

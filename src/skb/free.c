@@ -199,21 +199,25 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	 */
 	/* not under valgrind: its requests are left to the general loop */
 	if (uskb_likely(cache_on && n && skbs[0] && !uskb_vg_on())) {
-		unsigned int cls = skbs[0]->__kbuf_class, rn, lim;
+		const uint64_t mask = shell_word_mask();
+		unsigned int cls, rn, lim;
 		struct uskb_ready *r;
-		int tid = t->id;
+		uint64_t want;
 
 		/* one class (the first skb's), its ready list in locals: nothing reloads */
-		if (cls) {
-			r = &t->ready[cls - 1];
+		if (has_class(skbs[0])) {
+			cls = skbs[0]->__kbuf_class;
+			r = ready_of(t, cls);
 			rn = r->n;
+			want = r->word136;
 			lim = USKB_READY_SIZE - rn < n ? USKB_READY_SIZE - rn : n;
 			for (; i < lim; i++) {
 				struct uskb *skb = skbs[i];
 
+				/* plain_in(r), its word in a register */
 				if (uskb_unlikely(!skb) ||
 				    atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
-				    plain_class(skb, tid) != cls)
+				    (shell_word(skb) & mask) != want || skb->destructor || !skb->head)
 					break;
 				ready_push(r, &rn, skb, cls, false);
 			}
@@ -267,7 +271,8 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 				continue;
 			}
 			/* likely otherwise: ours, kept as a ready pair; counted once for the call */
-			if (uskb_likely(free_plain_class(t, skb, plain_data(skb, cls), cache_on))) {
+			if (uskb_likely(plain_data(skb, cls) &&
+					ready_room_push(&t->ready[cls - 1], skb, cache_on))) {
 				nplain++;
 				continue;
 			}
@@ -325,19 +330,19 @@ void uskb_free(struct uskb *skb)
 		return;
 	if (!skb_unref(skb))
 		return;
-	/* likely: a plain skb of this thread becomes a ready pair here, no call */
 	t = __uskb_tls_ptr;
 	if (uskb_likely(t)) {
+		/* likely: a plain skb of this thread becomes a ready pair here, no call */
 		if (free_plain(t, skb, uskb_cfg(&__uskb_cfg.cache_size) != 0)) {
 			uskb_count_add(&t->c[USKB_TC_PAIR_FREE], 1);
 			return;
 		}
-		/* next likeliest: a clone; every other skb goes straight on */
 		if (skb->cloned) {
 			free_cloned(t, skb);
 			return;
 		}
 	}
+	/* every other skb goes straight on */
 	kfree_skb_here(skb);
 }
 

@@ -68,9 +68,11 @@ struct uskb_kbuf_cache {
  * Freed skbs that keep their kbuf head attached: the next allocation of
  * that class takes shell and head in one pop (an mbuf-like pair). Both are
  * free from the library's point of view (counted freed, poisoned); a flush
- * splits them back into the shell and kbuf caches.
+ * splits them back into the shell and kbuf caches. 59: what fits a list of
+ * 512 bytes with its header (struct uskb_ready), so a class's list is
+ * found with a shift.
  */
-#define USKB_READY_SIZE 64
+#define USKB_READY_SIZE 59
 
 /* skbs a drain walks in one go, and the most the drain ahead holds */
 #define USKB_DEFER_STASH 256
@@ -83,8 +85,20 @@ struct uskb_kbuf_cache {
 
 struct uskb_ready {
 	unsigned int n;
+	/*
+	 * The words a fresh shell of this class and thread has at bytes 128
+	 * (no destructor: zero128, stored with word136 in one 16-byte move),
+	 * 136 (the free path's: owner, clean mark, flags, class), 144 (tail,
+	 * end) and 168 (truesize, users): build_words() stores them as they
+	 * are, and a plain, clean skb of ours matches word136 under
+	 * shell_word_mask(). Made with the slot (__uskb_ready_words()); 0 in
+	 * the fallback slot, which never allocates (a word with no clean mark
+	 * matches no skb).
+	 */
+	uint64_t zero128, word136, word144, word168;
 	struct uskb *skb[USKB_READY_SIZE];
 };
+_Static_assert(sizeof(struct uskb_ready) == 512, "a class's ready list is found with a shift");
 
 /* The skb's clean mark (see uskb_shinfo()): its shared info is as allocated. */
 static inline bool uskb_clean_mark(const struct uskb *skb)
@@ -230,6 +244,8 @@ USKB_HIDDEN void __uskb_kbuf_flush(struct uskb_tls *t, int c, unsigned int keep)
 USKB_HIDDEN void *__uskb_kbuf_alloc_slow(struct uskb_tls *t, unsigned int *size, int node);
 USKB_HIDDEN void __uskb_kbufs_flush(struct uskb_tls *t);
 USKB_HIDDEN void __uskb_ready_flush(struct uskb_tls *t);
+/* fill @t's ready lists' words (struct uskb_ready) for its id */
+USKB_HIDDEN void __uskb_ready_words(struct uskb_tls *t);
 
 /*
  * A kmalloc-style head of at least *size bytes (shared info included);

@@ -138,9 +138,9 @@ static inline __attribute__((always_inline)) bool shinfo_clean(const struct uskb
 }
 
 /*
- * The shell's part of plain_class(): no destructor, not cloned, no
- * fclone, no page-pool or zero-copy mark, a head that is a kbuf of a
- * class. Returns the skb's __kbuf_class (1 + class), else 0.
+ * A plain shell (plain_in() tests the same by its word): no destructor,
+ * not cloned, no fclone, no page-pool or zero-copy mark, a head that is a
+ * kbuf of a class. Returns the skb's __kbuf_class (1 + class), else 0.
  */
 static inline __attribute__((always_inline)) unsigned int plain_shell(const struct uskb *skb)
 {
@@ -196,9 +196,8 @@ static inline __attribute__((always_inline)) uint64_t shell_word_mask(void)
 }
 
 /*
- * plain_class()'s test of the shared info, for an skb of this thread
- * whose shell passed plain_shell() (@cls): @cls when nothing is attached
- * to it, else 0.
+ * The shared info's test for an skb of this thread whose shell passed
+ * plain_shell() (@cls): @cls when nothing is attached to it, else 0.
  */
 static inline __attribute__((always_inline)) unsigned int plain_data(const struct uskb *skb,
 								     unsigned int cls)
@@ -214,24 +213,42 @@ static inline __attribute__((always_inline)) unsigned int plain_data(const struc
 	return cls;
 }
 
-/*
- * The common free: a plain skb (plain_shell()) of thread @tid, nothing
- * attached to its shared info. Then skb_release_data() has nothing to do,
- * and shell and head can stay together as a ready pair. Returns the skb's
- * __kbuf_class (1 + class), 0 for every other skb.
- */
-static inline __attribute__((always_inline)) unsigned int plain_class(const struct uskb *skb,
-								      int tid)
+/* The ready list of class @cls - 1 (an skb's __kbuf_class) on @t. */
+static inline __attribute__((always_inline)) struct uskb_ready *ready_of(struct uskb_tls *t,
+									  unsigned int cls)
 {
-	unsigned int cls = plain_shell(skb);
+	struct uskb_ready *r = &t->ready[cls - 1];
 
-	return cls && skb->alloc_cpu == tid ? plain_data(skb, cls) : 0;
+	/* (one register: gcc would address each field from t and the class again) */
+	uskb_hide_var(r);
+	return r;
+}
+
+/* @skb's head is a kbuf of a class: its __kbuf_class is 1 + class */
+static inline __attribute__((always_inline)) bool has_class(const struct uskb *skb)
+{
+	/* (a class of 0, a head not a kbuf's, wraps round) */
+	return skb->__kbuf_class - 1u < USKB_KBUF_CLASSES;
+}
+
+/*
+ * The common free, by the free path's word: @skb is plain (plain_shell())
+ * and clean, its owner's and of the class of ready list @r (of its
+ * owner's), when its word under shell_word_mask() is @r's word136 (the
+ * destructor and head aside). Then skb_release_data() has nothing to do,
+ * and shell and head can stay together as a ready pair.
+ */
+static inline __attribute__((always_inline)) bool plain_in(const struct uskb_ready *r,
+							   const struct uskb *skb)
+{
+	return (shell_word(skb) & shell_word_mask()) == r->word136 && !skb->destructor &&
+	       skb->head;
 }
 
 /*
  * What an skb of another thread's, its last user gone, carries to its
  * owner, from its plain_shell() @cls: 1 + its class when the owner may
- * keep it as a ready pair without reading it (plain as in plain_class(),
+ * keep it as a ready pair without reading it (plain as in plain_in(),
  * the shared info clean), else 0.
  */
 static inline __attribute__((always_inline)) unsigned int defer_tag(const struct uskb *skb,
@@ -269,37 +286,35 @@ static inline __attribute__((always_inline)) void ready_push(struct uskb_ready *
 }
 
 /*
- * When the ready pairs have room, keep @skb, whose plain_class() is @cls
- * (0: not plain), as one: true when it became a ready pair (the caller
- * counts the free), false with nothing done.
+ * When the ready pairs @r have room, keep @skb as one: true when it became
+ * a ready pair (the caller counts the free), false with nothing done.
  */
-static inline __attribute__((always_inline)) bool free_plain_class(struct uskb_tls *t,
-								   struct uskb *skb,
-								   unsigned int cls, bool cache_on)
+static inline __attribute__((always_inline)) bool ready_room_push(struct uskb_ready *r,
+								  struct uskb *skb, bool cache_on)
 {
-	unsigned int rn;
-	struct uskb_ready *r;
+	unsigned int rn = r->n;
 
-	if (!cls || !cache_on)
+	if (!cache_on || rn >= USKB_READY_SIZE)
 		return false;
-	r = &t->ready[cls - 1];
-	rn = r->n;
-	if (rn >= USKB_READY_SIZE)
-		return false;
-	ready_push(r, &rn, skb, cls, uskb_vg_on());
+	ready_push(r, &rn, skb, skb->__kbuf_class, uskb_vg_on());
 	r->n = rn;
 	return true;
 }
 
 /*
- * plain_class() and, when the ready pairs have room, the push: true when
- * @skb became a ready pair (the caller counts the free), false with
- * nothing done.
+ * A plain, clean skb of ours (plain_in()) kept as a ready pair when there
+ * is room: true when it became one (the caller counts the free), false
+ * with nothing done.
  */
 static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 							     struct uskb *skb, bool cache_on)
 {
-	return free_plain_class(t, skb, plain_class(skb, t->id), cache_on);
+	struct uskb_ready *r;
+
+	if (!has_class(skb))
+		return false;
+	r = ready_of(t, skb->__kbuf_class);
+	return plain_in(r, skb) && ready_room_push(r, skb, cache_on);
 }
 
 /* Release the data and the shell on this thread (the tail of __kfree_skb). */
