@@ -344,6 +344,21 @@ void __uskb_shell_flush(struct uskb_tls *t, unsigned int keep)
 	t->nshell = keep;
 }
 
+void __uskb_shell_put_full(struct uskb_tls *t, struct uskb *skb)
+{
+	unsigned int size = uskb_cfg(&__uskb_cfg.cache_size), fl = uskb_cfg(&__uskb_cfg.flush);
+
+	__uskb_shell_flush(t, size > fl ? size - fl : 0);
+	if (!size) {
+		/* cache off: straight to the slab (a copy: &skb would keep skb in memory) */
+		void *one = skb;
+
+		__uskb_slab_put(&__uskb_shells, &one, 1);
+		return;
+	}
+	t->shells[t->nshell++] = skb;
+}
+
 /* ---- kbufs ----
  *
  * Two sources of heads, as in the kernel:

@@ -40,18 +40,21 @@ static __attribute__((noinline, cold)) void kfree_stateless(struct uskb *skb)
 	__uskb_tls_fallback_put(t);
 }
 
-/* a clone's data reference was the last: release the data, then the head */
+/* a clone's data reference was the last: release the data and the head, then the shell */
 static __attribute__((noinline)) void release_last(struct uskb_tls *t, struct uskb *skb)
 {
 	release_data_last(skb);
 	free_head(t, skb);
+	uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
+	uskb_shell_put(t, skb);
 }
 
 /*
  * The common free of a clone: this thread's, no fclone, destructor or
  * page-pool mark. Its data reference goes (the last one takes the data
  * with it, out of line) and the shell back to the cache, with no call on
- * the way. False with nothing done for every other skb.
+ * the way (none but in tail position: no frame). False with nothing done
+ * for every other skb.
  */
 static inline __attribute__((always_inline)) bool free_clone(struct uskb_tls *t,
 							     struct uskb *skb)
@@ -59,8 +62,10 @@ static inline __attribute__((always_inline)) bool free_clone(struct uskb_tls *t,
 	if (!skb->cloned || skb->fclone || skb->pp_recycle || skb->destructor ||
 	    skb->alloc_cpu != t->id || !skb->head)
 		return false;
-	if (drop_dataref(skb))
+	if (drop_dataref(skb)) {
 		release_last(t, skb);
+		return true;
+	}
 	uskb_count_add(&t->c[USKB_TC_SKB_FREE], 1);
 	uskb_shell_put(t, skb);
 	return true;

@@ -209,25 +209,18 @@ static inline struct uskb *uskb_shell_get(struct uskb_tls *t)
 	return skb;
 }
 
+/* uskb_shell_put() into a full cache (or none): `flush` shells go back first */
+USKB_HIDDEN void __uskb_shell_put_full(struct uskb_tls *t, struct uskb *skb);
+
 /* Return a shell to this thread's cache (handing back `flush` when full). */
 static inline void uskb_shell_put(struct uskb_tls *t, struct uskb *skb)
 {
-	unsigned int size = uskb_cfg(&__uskb_cfg.cache_size);
-
 	atomic_store_explicit(&skb->users, 0, memory_order_relaxed);
 	uskb_mem_cached(skb, sizeof(*skb));
-	/* unlikely: once per `flush` frees */
-	if (uskb_unlikely(t->nshell >= size)) {
-		unsigned int fl = uskb_cfg(&__uskb_cfg.flush);
-
-		__uskb_shell_flush(t, size > fl ? size - fl : 0);
-		if (!size) {
-			/* cache off: straight to the slab (a copy: &skb would keep skb in memory) */
-			void *one = skb;
-
-			__uskb_slab_put(&__uskb_shells, &one, 1);
-			return;
-		}
+	/* unlikely: once per `flush` frees; out of line, so callers make no call before it */
+	if (uskb_unlikely(t->nshell >= uskb_cfg(&__uskb_cfg.cache_size))) {
+		__uskb_shell_put_full(t, skb);
+		return;
 	}
 	t->shells[t->nshell++] = skb;
 }
