@@ -7,6 +7,16 @@ static unsigned int dataref(const struct uskb *skb)
 	return atomic_load(&uskb_shinfo(skb)->dataref);
 }
 
+/* A page whose bytes are all written: the frags' bytes are compared */
+static struct uskb_page *filled_page(void)
+{
+	struct uskb_page *pg = uskb_page_alloc(0);
+
+	if (pg)
+		t_fill(uskb_page_address(pg), USKB_PAGE_SIZE, 9);
+	return pg;
+}
+
 /* A packet: @hl bytes of head (after 64 of headroom) + @nfr frags of @fl bytes. */
 static struct uskb *mk_flags(unsigned int hl, int nfr, unsigned int fl, struct uskb_page **pg,
 			     unsigned int flags)
@@ -135,7 +145,7 @@ static void test_linear_ops(void)
 
 static void test_frags(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = uskb_alloc(128);
 	unsigned int ts = skb->truesize;
 
@@ -166,7 +176,7 @@ static void test_frags(void)
 
 static void test_clone(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 2, 100, &pg), *c, *c2;
 
 	skb->mark = 7;
@@ -254,7 +264,7 @@ static void test_fclone(void)
 
 static void test_copies(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 3, 100, &pg), *c, *p;
 	unsigned char want[340];
 
@@ -284,7 +294,7 @@ static void test_copies(void)
 
 static void test_expand_cow(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 2, 100, &pg), *c;
 	unsigned char want[240];
 	unsigned int tr;
@@ -345,7 +355,7 @@ static void test_expand_cow(void)
 
 static void test_pull(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 3, 100, &pg), *fl, *c;
 	unsigned char want[340 + 80];
 
@@ -385,7 +395,7 @@ static void test_pull(void)
 
 static void test_trim(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 3, 100, &pg), *fl;
 	unsigned char want[500];
 
@@ -422,7 +432,7 @@ static void test_trim(void)
 
 static void test_bits(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = mk(40, 2, 100, &pg);
 	unsigned char buf[300], w[300];
 
@@ -443,7 +453,7 @@ static void test_bits(void)
 
 static void test_split(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb, *s1;
 	unsigned char want[340];
 
@@ -484,7 +494,7 @@ static void test_split(void)
 
 static void test_coalesce(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *to, *from, *c;
 	bool stolen;
 	int delta;
@@ -607,7 +617,7 @@ static void test_stats(void)
 /* MANAGED_FRAG_REFS: the skb holds no page refs; sharing or moving frags downgrades */
 static void test_managed(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *skb = uskb_alloc(128), *c, *s1;
 
 	uskb_put(skb, 20);
@@ -649,7 +659,7 @@ static void test_managed(void)
 /* try_coalesce carries SHARED_FRAG over with the frags */
 static void test_coalesce_shared_frag(void)
 {
-	struct uskb_page *pg = uskb_page_alloc(0);
+	struct uskb_page *pg = filled_page();
 	struct uskb *to = uskb_alloc(64), *from = uskb_alloc(64);
 	bool stolen;
 	int delta;
