@@ -204,25 +204,21 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	 */
 	/* not under valgrind: its requests are left to the general loop */
 	if (uskb_likely(cache_on && n && skbs[0] && !uskb_vg_on())) {
-		const uint64_t mask = shell_word_mask();
 		unsigned int cls, rn, lim;
 		struct uskb_ready *r;
-		uint64_t want;
 
 		/* one class (the first skb's), its ready list in locals: nothing reloads */
 		if (has_class(skbs[0])) {
 			cls = skbs[0]->__kbuf_class;
 			r = ready_of(t, cls);
 			rn = r->n;
-			want = r->word136;
 			lim = USKB_READY_SIZE - rn < n ? USKB_READY_SIZE - rn : n;
 			for (; i < lim; i++) {
 				struct uskb *skb = skbs[i];
 
-				/* plain_in(r), its word in a register */
 				if (uskb_unlikely(!skb) ||
 				    atomic_load_explicit(&skb->users, memory_order_acquire) != 1 ||
-				    (shell_word(skb) & mask) != want || skb->destructor || !skb->head)
+				    skb->__kbuf_class != cls || !plain_in(r, skb))
 					break;
 				ready_push(r, &rn, skb, cls, false);
 			}

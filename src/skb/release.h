@@ -232,17 +232,45 @@ static inline __attribute__((always_inline)) bool has_class(const struct uskb *s
 }
 
 /*
- * The common free, by the free path's word: @skb is plain (plain_shell())
- * and clean, its owner's and of the class of ready list @r (of its
- * owner's), when its word under shell_word_mask() is @r's word136 (the
- * destructor and head aside). Then skb_release_data() has nothing to do,
- * and shell and head can stay together as a ready pair.
+ * The free path's word in parts (shell_word()'s bytes): its first four
+ * (owner, clean mark, reserved byte) and its flag byte. Read as the
+ * parts recent writes make them: one load spanning several recent
+ * narrower stores (queue_mapping's by a copy or a device, the flag byte's
+ * by a clone) waits for them to reach the cache, a load within one store
+ * is forwarded from it.
+ */
+static inline __attribute__((always_inline)) uint32_t shell_owner_mark(const struct uskb *skb)
+{
+	uint32_t w;
+
+	memcpy(&w, (const char *)skb + offsetof(struct uskb, alloc_cpu), sizeof(w));
+	return w;
+}
+
+static inline __attribute__((always_inline)) uint8_t shell_flags(const struct uskb *skb)
+{
+	return ((const uint8_t *)skb)[offsetof(struct uskb, alloc_cpu) + 4];
+}
+
+/* the flag bits a plain skb has none of: cloned, fclone, pp_recycle, __zcopy_hint */
+static inline __attribute__((always_inline)) uint8_t plain_flags_mask(void)
+{
+	return (uint8_t)(shell_word_mask() >> 32);
+}
+
+/*
+ * The common free: @skb is plain (plain_shell()) and clean, and its
+ * owner's, when it has none of the flags, and its owner and clean mark
+ * are those of word136 of its class's ready list @r (of its owner's);
+ * the destructor and head aside. Then skb_release_data() has nothing to
+ * do, and shell and head can stay together as a ready pair. (The class is
+ * the caller's: @r is its class's list.)
  */
 static inline __attribute__((always_inline)) bool plain_in(const struct uskb_ready *r,
 							   const struct uskb *skb)
 {
-	return (shell_word(skb) & shell_word_mask()) == r->word136 && !skb->destructor &&
-	       skb->head;
+	return !(shell_flags(skb) & plain_flags_mask()) &&
+	       shell_owner_mark(skb) == (uint32_t)r->word136 && !skb->destructor && skb->head;
 }
 
 /*
