@@ -321,7 +321,7 @@ fuzz-run: fuzz
 # ---- benchmarks ----
 
 # `make bench` builds every benchmark program; the scripts in bench/ run them
-# (bench/run, bench/pktgen, bench/net, bench/compare; USKB_BENCH_SMOKE=1 for
+# (bench/run, bench/pktgen, bench/net, bench/compare, bench/icount; USKB_BENCH_SMOKE=1 for
 # a short run that only proves they work). The DPDK peer builds when
 # libdpdk-dev is installed (scripts/deps.sh --bench).
 HAVE_DPDK   ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
@@ -335,6 +335,11 @@ BENCH_BINS  += $(BUILD)/bench/bench_dpdk
 endif
 ifeq ($(HAVE_LIVE),1)
 BENCH_BINS  += $(BUILD)/bench/bench_live
+endif
+# the loops bench/icount counts instructions in (it builds them for its own variant)
+BENCH_BINS  += $(BUILD)/bench/icount
+ifeq ($(HAVE_DPDK),1)
+BENCH_BINS  += $(BUILD)/bench/icount_dpdk
 endif
 BENCH_DEPS  := bench/bench.h bench/spsc.h $(HEADERS)
 
@@ -370,6 +375,18 @@ $(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS) $(STATIC)
 	$(call quiet,CC,$@)
 	$(Q)$(CC) -std=gnu11 -Iinclude -Wall $(SANFLAGS) $(CFLAGS) $(shell pkg-config --cflags libdpdk) $< -o $@ \
 		$(STATIC) $(shell pkg-config --libs libdpdk) $(LDLIBS)
+
+$(BUILD)/bench/icount: bench/icount.c $(BENCH_DEPS) $(STATIC)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
+
+# the same loops with mbufs: DPDK alone
+$(BUILD)/bench/icount_dpdk: bench/icount.c $(BENCH_DEPS)
+	@mkdir -p $(@D)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) -std=gnu11 -Wall -DUSKB_ICOUNT_DPDK $(SANFLAGS) $(CFLAGS) \
+		$(shell pkg-config --cflags libdpdk) $< -o $@ $(shell pkg-config --libs libdpdk) -lpthread
 
 # ---- install ----
 
