@@ -18,7 +18,7 @@
 		}                                                             \
 	} while (0)
 
-#define N 400 /* past every cache: 64 shells, 64 ready pairs, 64 kbufs per class */
+#define N 400 /* past every cache: 64 shells, 59 ready pairs, 64 kbufs per class */
 
 static struct uskb *skbs[N];
 static struct uskb_page_pool *pool;

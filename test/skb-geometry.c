@@ -64,8 +64,20 @@ static void test_alloc(void)
 	/*
 	 * Every request size up to past the biggest class: the head's class
 	 * is the smallest its size and shared info fit, the same on the
-	 * general path and on uskb_alloc()'s from a ready pair.
+	 * general path and on uskb_alloc()'s from a ready pair. Every class
+	 * holds a ready pair first, so a size taken to a wrong class, higher
+	 * or lower, gets that class's pair and its end.
 	 */
+	for (unsigned int c = 0; c < 6; c++) {
+		struct uskb *pair[2];
+
+		for (unsigned int k = 0; k < 2; k++)
+			pair[k] = __uskb_alloc((512u << c) - USKB_SHINFO_SIZE, 0, USKB_NO_NODE);
+		for (unsigned int k = 0; k < 2; k++) {
+			CHECK_EQ(uskb_end_offset(pair[k]), (512u << c) - USKB_SHINFO_SIZE);
+			uskb_free(pair[k]);
+		}
+	}
 	for (unsigned int size = 0; size <= 17000; size++) {
 		unsigned int want = 0, end;
 

@@ -339,9 +339,9 @@ static __attribute__((noinline)) struct uskb *alloc_slow(unsigned int size)
 }
 
 /*
- * uskb_kbuf_class() of a head for a request of up to CLASS_LINES * 64 - 1
- * bytes, indexed by the request's 64-byte lines (rounded up): the classes'
- * ranges of lines, in one table.
+ * uskb_kbuf_class() of a head for a request of up to (CLASS_LINES - 1) * 64
+ * bytes (the biggest class's, 16064), indexed by the request's 64-byte
+ * lines (rounded up): the classes' ranges of lines, in one table.
  */
 #define LINES_UPTO(c) ((uskb_kbuf_class_size_c(c) - USKB_SHINFO_SIZE) / USKB_CACHE_BYTES)
 #define uskb_kbuf_class_size_c(c) (512u << (c)) /* uskb_kbuf_class_size(), as a constant */

@@ -125,8 +125,11 @@ static __thread unsigned int fallback_depth;
 
 struct uskb_tls *__uskb_tls_fallback_get(void)
 {
-	if (!fallback_depth++)
+	if (!fallback_depth++) {
 		pthread_mutex_lock(&fallback_lock);
+		/* its id's words (-1, an owner no skb has): they match no skb */
+		__uskb_ready_words(&fallback);
+	}
 	return &fallback;
 }
 

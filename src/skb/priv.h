@@ -91,9 +91,9 @@ struct uskb_ready {
 	 * 136 (the free path's: owner, clean mark, flags, class), 144 (tail,
 	 * end) and 168 (truesize, users): build_words() stores them as they
 	 * are, and a plain, clean skb of ours matches word136 under
-	 * shell_word_mask(). Made with the slot (__uskb_ready_words()); 0 in
-	 * the fallback slot, which never allocates (a word with no clean mark
-	 * matches no skb).
+	 * shell_word_mask(). Made with the slot (__uskb_ready_words()); the
+	 * fallback slot's, made when it is taken, have its id -1, an owner no
+	 * skb has (the fallback never allocates), so they match no skb.
 	 */
 	uint64_t zero128, word136, word144, word168;
 	struct uskb *skb[USKB_READY_SIZE];

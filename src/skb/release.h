@@ -233,11 +233,13 @@ static inline __attribute__((always_inline)) bool has_class(const struct uskb *s
 
 /*
  * The free path's word in parts (shell_word()'s bytes): its first four
- * (owner, clean mark, reserved byte) and its flag byte. Read as the
- * parts recent writes make them: one load spanning several recent
- * narrower stores (queue_mapping's by a copy or a device, the flag byte's
- * by a clone) waits for them to reach the cache, a load within one store
- * is forwarded from it.
+ * (owner, clean mark, reserved byte) and its flag byte. One load spanning
+ * several recent narrower stores waits for them to reach the cache; a
+ * load within one store is forwarded from it. An allocation writes the
+ * word in one store, and what commonly follows it writes queue_mapping (a
+ * copy, a device) or the flag byte (a clone, tested first): outside these
+ * parts, or all of one. (A clean mark cleared since, by uskb_shinfo(),
+ * still stalls the four bytes' load; that skb is not plain anyway.)
  */
 static inline __attribute__((always_inline)) uint32_t shell_owner_mark(const struct uskb *skb)
 {
