@@ -325,21 +325,17 @@ fuzz-run: fuzz
 # a short run that only proves they work). The DPDK peer builds when
 # libdpdk-dev is installed (scripts/deps.sh --bench).
 HAVE_DPDK   ?= $(shell pkg-config --exists libdpdk 2>/dev/null && echo 1)
-BENCH_CORE  := $(patsubst %,$(BUILD)/bench/bench_%,core cache zc)
+# (and the loops bench/icount counts instructions in, built again for its own variant)
+BENCH_CORE  := $(patsubst %,$(BUILD)/bench/bench_%,core cache zc) $(BUILD)/bench/icount
 BENCH_BINS  := $(BENCH_CORE) $(BUILD)/bench/bench_pktgen
 ifeq ($(HAVE_URING),1)
 BENCH_BINS  += $(BUILD)/bench/bench_sock
 endif
 ifeq ($(HAVE_DPDK),1)
-BENCH_BINS  += $(BUILD)/bench/bench_dpdk
+BENCH_BINS  += $(BUILD)/bench/bench_dpdk $(BUILD)/bench/icount_dpdk
 endif
 ifeq ($(HAVE_LIVE),1)
 BENCH_BINS  += $(BUILD)/bench/bench_live
-endif
-# the loops bench/icount counts instructions in (it builds them for its own variant)
-BENCH_BINS  += $(BUILD)/bench/icount
-ifeq ($(HAVE_DPDK),1)
-BENCH_BINS  += $(BUILD)/bench/icount_dpdk
 endif
 BENCH_DEPS  := bench/bench.h bench/spsc.h $(HEADERS)
 
@@ -375,11 +371,6 @@ $(BUILD)/bench/bench_dpdk: bench/bench_dpdk.c $(BENCH_DEPS) $(STATIC)
 	$(call quiet,CC,$@)
 	$(Q)$(CC) -std=gnu11 -Iinclude -Wall $(SANFLAGS) $(CFLAGS) $(shell pkg-config --cflags libdpdk) $< -o $@ \
 		$(STATIC) $(shell pkg-config --libs libdpdk) $(LDLIBS)
-
-$(BUILD)/bench/icount: bench/icount.c $(BENCH_DEPS) $(STATIC)
-	@mkdir -p $(@D)
-	$(call quiet,CC,$@)
-	$(Q)$(CC) $(BASEFLAGS) $(CFLAGS) $< -o $@ $(STATIC) $(LDLIBS)
 
 # the same loops with mbufs: DPDK alone
 $(BUILD)/bench/icount_dpdk: bench/icount.c $(BENCH_DEPS)

@@ -70,9 +70,12 @@ static inline int uskb_kbuf_class(unsigned int size)
 	return c < USKB_KBUF_CLASSES ? c : -1;
 }
 
+/* the size of class @c's kbufs, as a constant expression (for tables) */
+#define USKB_KBUF_CLASS_SIZE(c) (512u << (c))
+
 static inline unsigned int uskb_kbuf_class_size(int c)
 {
-	return 512u << c;
+	return USKB_KBUF_CLASS_SIZE(c);
 }
 
 /* Up to @n kbufs of class @c (cached), carving a new block when needed; how many. */

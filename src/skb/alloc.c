@@ -343,8 +343,7 @@ static __attribute__((noinline)) struct uskb *alloc_slow(unsigned int size)
  * bytes (the biggest class's, 16064), indexed by the request's 64-byte
  * lines (rounded up): the classes' ranges of lines, in one table.
  */
-#define LINES_UPTO(c) ((uskb_kbuf_class_size_c(c) - USKB_SHINFO_SIZE) / USKB_CACHE_BYTES)
-#define uskb_kbuf_class_size_c(c) (512u << (c)) /* uskb_kbuf_class_size(), as a constant */
+#define LINES_UPTO(c) ((USKB_KBUF_CLASS_SIZE(c) - USKB_SHINFO_SIZE) / USKB_CACHE_BYTES)
 #define CLASS_LINES (LINES_UPTO(USKB_KBUF_CLASSES - 1) + 1)
 static const uint8_t class_by_lines[CLASS_LINES] = {
 	[0 ... LINES_UPTO(0)] = 0,

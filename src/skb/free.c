@@ -273,7 +273,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 			}
 			/* likely otherwise: ours, kept as a ready pair; counted once for the call */
 			if (uskb_likely(plain_data(skb, cls) &&
-					ready_room_push(&t->ready[cls - 1], skb, cache_on))) {
+					ready_room_push(ready_of(t, cls), skb, cache_on))) {
 				nplain++;
 				continue;
 			}

@@ -90,8 +90,8 @@ struct uskb_ready {
 	 * (no destructor: zero128, stored with word136 in one 16-byte move),
 	 * 136 (the free path's: owner, clean mark, flags, class), 144 (tail,
 	 * end) and 168 (truesize, users): build_words() stores them as they
-	 * are, and a plain, clean skb of ours matches word136 under
-	 * shell_word_mask(). Made with the slot (__uskb_ready_words()); the
+	 * are, and plain_in() compares a freed skb's owner and clean mark
+	 * with word136's. Made with the slot (__uskb_ready_words()); the
 	 * fallback slot's, made when it is taken, have its id -1, an owner no
 	 * skb has (the fallback never allocates), so they match no skb.
 	 */
