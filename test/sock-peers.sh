@@ -33,7 +33,9 @@ cleanup() {
 trap cleanup EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-base=$((30000 + $$ % 20000))
+# ten ports of our own, below the ephemeral range (32768 on): a port in it may be a
+# client connection's of a test running beside this one ("Address already in use")
+base=$((20000 + $$ % 1270 * 10))
 N=300
 SIZES="60 1514 9000 65000"
 frames() { # SIZE: the extra arguments that shape a frame of SIZE bytes

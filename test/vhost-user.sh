@@ -103,7 +103,8 @@ near "$pk" "$sent" 1 && [ "$(json_num off "$final")" = "$pk" ] && [ "$(json_num 
 echo "--zcopy off: $pk frames copied"
 
 # ---- the guest's receive: udp: -> uskb-vhost -> virtio-user (rxonly) ----
-port=$((20000 + $$ % 20000))
+# below the ephemeral range (32768 on), where another test's connection may hold it
+port=$((20000 + $$ % 12700))
 vhost_start -d "udp:127.0.0.1:$port,listen"
 (sleep 5; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbvr$$" \
 	-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=rxonly --nb-cores=1 \
