@@ -5,7 +5,9 @@
  *     bench_core's alloc_free)
  *  2. producer/consumer across two threads, burst 32, in Mops/s: uskb with
  *     the defer list (default), uskb with every free going to the shared
- *     locked pool (cache and deferral off), malloc
+ *     locked pool (cache and deferral off), malloc; and for the defer list,
+ *     the consumer's polls of an empty ring per skb ("pc_idle.uskb_defer":
+ *     many means the producer is the side that sets the rate)
  *  3. same-thread free into the local cache vs the direct path (cache off)
  * Prints "name value" lines (ns/op, or mops for Mops/s); bench/run tables them.
  */
@@ -42,19 +44,22 @@ enum pc_kind { PC_USKB, PC_MALLOC };
 static struct spsc ring;
 static long pc_total; /* operations per producer/consumer run */
 static enum pc_kind pc_kind;
+static long pc_empty; /* the consumer's polls of an empty ring in the last run */
 
 static void *pc_consumer(void *arg)
 {
 	void *v[BURST];
-	long got = 0;
+	long got = 0, empty = 0;
 
 	(void)arg;
 	bench_pin(1); /* bench_dpdk's worker lcore */
 	while (got < pc_total) {
 		unsigned int n = spsc_pop(&ring, v, BURST), i;
 
-		if (!n)
+		if (!n) {
+			empty++;
 			continue;
+		}
 		if (pc_kind == PC_USKB) {
 			uskb_free_bulk((struct uskb **)v, n);
 		} else {
@@ -66,6 +71,7 @@ static void *pc_consumer(void *arg)
 		got += n;
 	}
 	uskb_thread_flush();
+	pc_empty = empty; /* read after the join */
 	return NULL;
 }
 
@@ -106,16 +112,21 @@ static double pc_run(enum pc_kind kind)
 	return (double)pc_total / t0 * 1e3; /* Mops/s */
 }
 
-static void pc_bench(const char *name, enum pc_kind kind)
+/* the rate's median; with @empty_row, also the empty polls' (per skb) */
+static void pc_bench(const char *name, enum pc_kind kind, const char *empty_row)
 {
-	double r[5];
+	double r[5], e[5];
 	int k, runs = bench_smoke() ? 1 : 5;
 
 	bench_row(name);
 	pc_run(kind); /* warm-up */
-	for (k = 0; k < runs; k++)
+	for (k = 0; k < runs; k++) {
 		r[k] = pc_run(kind);
+		e[k] = (double)pc_empty / (double)pc_total;
+	}
 	printf("%s %.2f\n", name, bench_median(r, runs));
+	if (empty_row)
+		printf("%s %.2f\n", empty_row, bench_median(e, runs));
 	fflush(stdout);
 }
 
@@ -160,11 +171,11 @@ int main(void)
 	set_cache(64, 128);
 
 	/* 2. across threads */
-	pc_bench("pc.uskb_defer", PC_USKB);
+	pc_bench("pc.uskb_defer", PC_USKB, "pc_idle.uskb_defer");
 	set_cache(0, 0);
-	pc_bench("pc.uskb_locked_pool", PC_USKB);
+	pc_bench("pc.uskb_locked_pool", PC_USKB, NULL);
 	set_cache(64, 128);
-	pc_bench("pc.malloc", PC_MALLOC);
+	pc_bench("pc.malloc", PC_MALLOC, NULL);
 	uskb_thread_flush();
 	return uskb_stats_all_freed() ? 0 : 1;
 }

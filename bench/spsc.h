@@ -36,6 +36,9 @@ static inline unsigned int spsc_pop(struct spsc *r, void **v, unsigned int n)
 
 	if (n > have)
 		n = have;
+	/* empty: no store, or a polling consumer would take the producer's line each time */
+	if (!n)
+		return 0;
 	for (i = 0; i < n; i++)
 		v[i] = r->slot[(h + i) & (SPSC_SIZE - 1)];
 	atomic_store_explicit(&r->head, h + n, memory_order_release);
