@@ -22,6 +22,9 @@ static inline unsigned int spsc_push(struct spsc *r, void **v, unsigned int n)
 
 	if (n > room)
 		n = room;
+	/* full: no store, or a waiting producer would take the consumer's line each time */
+	if (!n)
+		return 0;
 	for (i = 0; i < n; i++)
 		r->slot[(t + i) & (SPSC_SIZE - 1)] = v[i];
 	atomic_store_explicit(&r->tail, t + n, memory_order_release);

@@ -2,20 +2,22 @@
 # SPDX-License-Identifier: MIT
 # A small Linux guest for the vhost tests: Debian's kernel and a busybox
 # initramfs whose /init loads virtio-net, pings a peer, sends UDP datagrams,
-# serves a file over HTTP, prints its counters and powers off (under QEMU's
-# TCG if there is no KVM).
+# serves a file over HTTP, prints its counters and powers off.
 #   scripts/guest.sh [DIR]     (default: $USKB_GUEST_DIR or /var/tmp/uskb-guest)
 #   scripts/guest.sh --accel [DIR]
 # Prints DIR on success (DIR/vmlinuz, DIR/initramfs.cpio.gz); kept there, so
-# a second call costs nothing. With --accel it prints QEMU's options for the
-# accelerator instead: "-accel kvm -cpu max,-arch-capabilities" when a KVM
-# guest boots the kernel here (a boot without root must reach its panic in
-# 30 s; the answer is kept in DIR/accel until the next boot), else
-# "-accel tcg -cpu max"; USKB_GUEST_ACCEL=kvm or tcg skips the test. (/dev/kvm alone does not tell: under nested KVM on this project's
-# AMD VMs QEMU 7.2 aborts setting MSR 0x10a, and with that MSR hidden the
-# guest's kernel hangs before its first line.) The packages are only downloaded and unpacked
-# (apt-get download), never installed: the host's /boot stays as it is.
-# Exit 1 with a message when the archive cannot be reached.
+# a second call costs nothing. The packages are only downloaded and
+# unpacked (apt-get download), never installed: the host's /boot stays as
+# it is. Exit 1 with a message when the archive cannot be reached.
+# With --accel it prints QEMU's accelerator options for that guest instead:
+# "-accel kvm -cpu max,-arch-capabilities" when a KVM guest boots the
+# kernel here (a boot without a root file system must reach its panic
+# within 30 s), else "-accel tcg -cpu max". /dev/kvm alone does not tell:
+# under nested KVM on this project's AMD VMs, QEMU 7.2 aborts setting MSR
+# 0x10a, and with that MSR hidden the guest's kernel hangs before its first
+# line. The answer is kept in DIR/accel for this boot, this kernel, these
+# options and this QEMU (a KVM boot slowed past 30 s by load stays TCG
+# until then). USKB_GUEST_ACCEL=kvm or tcg answers without the probe.
 # The guest's kernel command line takes gip= (its address/prefix), gpeer=
 # (the address it pings and sends to), gcount= (pings and datagrams),
 # gsize= (ping payload) and gtcp= (0, the default: nothing; else a file of
@@ -35,23 +37,31 @@ done_ok() {
 	kvm) echo "$kvm_opts"; exit 0 ;;
 	tcg) echo "$tcg_opts"; exit 0 ;;
 	esac
-	[ -w /dev/kvm ] || { echo "$tcg_opts"; exit 0; }
-	# the probe's answer is kept for this boot of this machine (it costs 30 s when KVM hangs)
+	if [ ! -w /dev/kvm ] || ! command -v qemu-system-x86_64 >/dev/null; then
+		echo "$tcg_opts"
+		exit 0
+	fi
 	key="$(cat /proc/sys/kernel/random/boot_id) $(md5sum <"$dir/vmlinuz" | cut -c1-32)"
-	if [ "$(sed -n 1p "$dir/accel" 2>/dev/null)" = "$key" ]; then
-		sed -n 2p "$dir/accel"
+	key="$key $kvm_opts $(qemu-system-x86_64 --version | head -1)"
+	# one read of the kept answer (another caller may be replacing it)
+	k="" o=""
+	{ read -r k && read -r o; } <"$dir/accel" 2>/dev/null || true
+	if [ "$k" = "$key" ] && { [ "$o" = "$kvm_opts" ] || [ "$o" = "$tcg_opts" ]; }; then
+		echo "$o"
 		exit 0
 	fi
 	# shellcheck disable=SC2086 # the options are words
 	if timeout 30 qemu-system-x86_64 -machine q35 $kvm_opts -m 128 -nographic -no-reboot \
 		-kernel "$dir/vmlinuz" -append "console=ttyS0 panic=-1" </dev/null 2>&1 |
 		grep -q "Kernel panic"; then
-		opts=$kvm_opts
+		o=$kvm_opts
 	else
-		opts=$tcg_opts
+		o=$tcg_opts
 	fi
-	printf '%s\n%s\n' "$key" "$opts" >"$dir/accel"
-	echo "$opts"
+	# replaced whole, so a reader sees the old answer or the new; not kept if DIR is read-only
+	{ printf '%s\n%s\n' "$key" "$o" >"$dir/accel.$$" && mv -f "$dir/accel.$$" "$dir/accel"; } \
+		2>/dev/null || rm -f "$dir/accel.$$" 2>/dev/null || true
+	echo "$o"
 	exit 0
 }
 

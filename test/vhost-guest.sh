@@ -23,7 +23,7 @@ vht=${USKB_VHOST:-$here/../tools/uskb-vhost}
 command -v qemu-system-x86_64 >/dev/null || { echo "no qemu-system-x86_64 (scripts/deps.sh --interop)"; exit 77; }
 guest=$("$root/scripts/guest.sh" 2>&1) || { echo "no guest: $guest"; exit 77; }
 # KVM when a KVM guest boots here, else TCG (scripts/guest.sh --accel)
-accel=$("$root/scripts/guest.sh" --accel)
+accel=$("$root/scripts/guest.sh" --accel) && [ -n "$accel" ] || accel="-accel tcg -cpu max"
 an=${accel#-accel }
 ns=$p-ns tap=${p}t
 tmp=$(mktemp -d /tmp/uskb-guest.XXXXXX)
@@ -56,6 +56,7 @@ ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d "tap:$tap,csum" --stats 0 --json
 vp=$!
 for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
 # vectors=0: QEMU 7.2 under TCG crashes setting up MSI-X notifiers for vhost-user (INTx works)
+# shellcheck disable=SC2086 # the accelerator's options are words
 timeout 240 qemu-system-x86_64 -machine q35,memory-backend=mem $accel -m 256 -smp 1 \
 	-object memory-backend-memfd,id=mem,size=256M,share=on \
 	-nographic -no-reboot -kernel "$guest/vmlinuz" -initrd "$guest/initramfs.cpio.gz" \
