@@ -57,6 +57,26 @@ static inline void bench_pin(int cpu)
 	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/*
+ * USKB_BENCH_ONLY=<prefix>[,<prefix>...]: run only the rows whose names
+ * start with one of the prefixes (all rows when unset or empty), e.g.
+ * "h2h.pc" for bench_dpdk's producer/consumer head to head alone.
+ */
+static inline int bench_only(const char *name)
+{
+	const char *e = getenv("USKB_BENCH_ONLY"), *p;
+	size_t n;
+
+	if (!e || !*e)
+		return 1;
+	for (p = e; *p; p += n + (p[n] == ',')) {
+		n = strcspn(p, ",");
+		if (n && strncmp(name, p, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* the operations a row runs: @n, or a hundredth of it in smoke mode */
 static inline long bench_n(long n)
 {
@@ -86,13 +106,16 @@ static inline double bench_median(double *r, int n)
 
 /*
  * Time @body (which runs @iters operations) bench_runs() times after one
- * warm-up, and print "name ns_per_op" with the median.
+ * warm-up, and print "name ns_per_op" with the median; nothing for a row
+ * USKB_BENCH_ONLY leaves out.
  */
 #define BENCH(name, iters, ...)                                                 \
 	do {                                                                   \
 		double _r[BENCH_MAX_RUNS];                                     \
 		long _it = (iters);                                            \
 		int _k, _runs = bench_runs();                                  \
+		if (!bench_only(name))                                         \
+			break;                                                 \
 		bench_row(name);                                               \
 		for (_k = -1; _k < _runs; _k++) {                              \
 			double _t0 = bench_now_ns();                           \

@@ -119,6 +119,8 @@ static void pc_bench(const char *name, enum pc_kind kind, const char *empty_row)
 	double r[5], sorted[5], e[5], med;
 	int k, runs = bench_smoke() ? 1 : 5;
 
+	if (!bench_only(name))
+		return;
 	bench_row(name);
 	pc_run(kind); /* warm-up */
 	for (k = 0; k < runs; k++) {

@@ -84,7 +84,7 @@ int main(void)
 		uskb_free(c);
 	});
 	/* linearize alone: copies prepared outside the timed region */
-	{
+	if (bench_only("linearize_1500_3frags.uskb")) {
 		double r[BENCH_MAX_RUNS], t0;
 		int k, runs = bench_runs(), reps = bench_smoke() ? 1 : 20;
 

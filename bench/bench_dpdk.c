@@ -171,6 +171,8 @@ static void head_to_head(long n)
 		char row[64];
 
 		snprintf(row, sizeof(row), "h2h.%s (dpdk, uskb alternating)", name[w]);
+		if (!bench_only(row))
+			continue;
 		bench_row(row);
 		loop_dpdk(w, n);
 		loop_uskb(w, n);
@@ -202,6 +204,8 @@ static void pc_head_to_head(unsigned int worker)
 	long keep = pc_total;
 	int k, runs = bench_smoke() ? 1 : H2H_RUNS;
 
+	if (!bench_only("h2h.pc"))
+		return;
 	pc_total = bench_n(1000000L);
 	bench_row("h2h.pc (dpdk, uskb alternating)");
 	pc_run(worker, 0);
@@ -265,7 +269,7 @@ int main(int argc, char **argv)
 	});
 	rte_pktmbuf_free(tmpl);
 	worker = rte_get_next_lcore(-1, 1, 0);
-	if (worker < RTE_MAX_LCORE) {
+	if (worker < RTE_MAX_LCORE && bench_only("pc.dpdk")) {
 		double r[5];
 		int k, runs = bench_smoke() ? 1 : 5;
 
