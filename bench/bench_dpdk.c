@@ -203,6 +203,8 @@ static void pc_head_to_head(unsigned int worker)
 	double d[H2H_RUNS], u[H2H_RUNS], q[H2H_RUNS];
 	long keep = pc_total;
 	int k, runs = bench_smoke() ? 1 : H2H_RUNS;
+	const char *e = getenv("USKB_BENCH_PAIRS");
+	bool pairs = e && *e && strcmp(e, "0") != 0;
 
 	if (!bench_only("h2h.pc"))
 		return;
@@ -219,6 +221,9 @@ static void pc_head_to_head(unsigned int worker)
 			u[k] = pc_run(worker, 1);
 		}
 		q[k] = u[k] / d[k];
+		/* each pair, for an analysis of the VM's phases: USKB_BENCH_PAIRS=1 */
+		if (pairs)
+			fprintf(stderr, "h2h.pc pair %d dpdk %.2f uskb %.2f\n", k, d[k], u[k]);
 	}
 	printf("h2h.pc.dpdk %.2f\n", bench_median(d, runs));
 	printf("h2h.pc.uskb %.2f\n", bench_median(u, runs));
