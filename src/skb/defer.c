@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -338,28 +339,56 @@ unsigned int __uskb_defer_drain(struct uskb_tls *t, struct uskb_tls *o)
 }
 
 /*
- * The drain ahead, one step per call, a caches' run apart: free the stash
- * (its lines fetched a call ago); walk the list taken a call ago into the
- * stash, fetching its lines; take the list and fetch its first carrier.
- * The misses on lines other threads wrote then overlap the allocations
- * between drains instead of stalling them.
+ * Free the stash's first carriers, at most @most of them and no more than
+ * a ready list's worth of skbs (but at least one carrier): the rest stay
+ * stashed for the next call. How many skbs.
+ */
+static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
+{
+	unsigned int k = 0, m = 0, c;
+
+	for (; k < t->nstash && k < most; k++) {
+		c = uskb_carrier(t->stash[k])->n + 1;
+		if (k && m + c > USKB_READY_SIZE)
+			break;
+		m += c;
+	}
+	if (!k)
+		return 0;
+	m = drain_carriers(t, t->stash, k);
+	t->nstash -= k;
+	memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
+	return m;
+}
+
+/*
+ * The drain ahead, one step per call, a caches' run apart: free the
+ * stash's first carriers, a ready list's worth (their lines fetched a
+ * call or more ago); walk the list taken a call ago into the stash,
+ * fetching its lines; take the list and fetch its first carrier. The
+ * misses on lines other threads wrote then overlap the allocations
+ * between drains instead of stalling them. A step frees no more than the
+ * ready list holds: the pairs past it would be split into shells and
+ * heads, whose next allocations write the heads' shared info again and
+ * keep the bulk path off (uskb_alloc_bulk() takes cached shells first).
  *
  * When the stash was empty (the first call, or after a gap), the caller
  * still needs skbs now: the list is walked at once and half its carriers
- * freed; the other half, their lines on their way, stays in the stash for
- * the next call, which gets the steps going.
+ * freed (a ready list's worth at most); the rest, their lines on their
+ * way, stays in the stash for the next call, which gets the steps going.
  */
 unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 {
-	unsigned int n, k;
+	unsigned int n;
 
 	/* unlikely: called back from a release (a destructor) of a drain that runs */
 	if (uskb_unlikely(t->draining))
 		return 0;
 	t->draining = true;
-	n = release_stash(t);
+	n = release_stash_part(t, UINT_MAX);
+	/* (room in skbs: no more carriers than that, so the stash cannot overflow) */
 	if (t->taken)
-		walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
+		walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH - t->nstash, true);
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
@@ -367,12 +396,7 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 	if (!n) {
 		if (!t->nstash && t->taken)
 			walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
-		/* the first half of the carriers now, the rest kept at the stash's start */
-		if ((k = (t->nstash + 1) / 2)) {
-			n = drain_carriers(t, t->stash, k);
-			t->nstash -= k;
-			memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
-		}
+		n = release_stash_part(t, (t->nstash + 1) / 2);
 	}
 	t->draining = false;
 	return n;

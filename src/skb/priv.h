@@ -142,8 +142,8 @@ struct uskb_tls {
 	struct uskb_tls *next_dead;	/* dead-slot list, under the registry lock */
 	/*
 	 * The drain ahead (uskb_alloc's): a list taken off defer_list, its
-	 * first carrier on its way; and the carriers of the last one walked,
-	 * their skbs' lines on their way, to be freed at the next drain.
+	 * first carrier on its way; and the carriers walked off such lists,
+	 * their skbs' lines on their way, freed a ready list's worth a drain.
 	 */
 	struct uskb *taken;
 	unsigned int nstash; /* carriers in stash */
