@@ -370,7 +370,8 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
  * between drains instead of stalling them. A step frees no more than the
  * ready list holds: the pairs past it would be split into shells and
  * heads, whose next allocations write the heads' shared info again and
- * keep the bulk path off (uskb_alloc_bulk() takes cached shells first).
+ * keep the bulk path off (uskb_alloc_bulk() takes cached shells, one at a
+ * time, before it drains again).
  *
  * When the stash was empty (the first call, or after a gap), the caller
  * still needs skbs now: the list is walked at once and half its carriers
