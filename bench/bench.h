@@ -58,9 +58,12 @@ static inline void bench_pin(int cpu)
 }
 
 /*
- * USKB_BENCH_ONLY=<prefix>[,<prefix>...]: run only the rows whose names
- * start with one of the prefixes (all rows when unset or empty), e.g.
- * "h2h.pc" for bench_dpdk's producer/consumer head to head alone.
+ * USKB_BENCH_ONLY=<prefix>[,<prefix>...]: run only the rows whose names,
+ * as the progress on stderr shows them, start with one of the prefixes
+ * (all rows when unset or empty; empty items and spaces are not skipped
+ * or trimmed: "," runs nothing), e.g. "h2h.pc" for bench_dpdk's
+ * producer/consumer head to head alone. A row that prints several keys
+ * (h2h.pc.dpdk, h2h.pc.uskb, ...) is named by their common stem.
  */
 static inline int bench_only(const char *name)
 {

@@ -287,6 +287,7 @@ static unsigned int release_stash(struct uskb_tls *t)
 	if (!nc)
 		return 0;
 	t->nstash = 0;
+	t->nstash_skbs = 0;
 	return drain_carriers(t, t->stash, nc);
 }
 
@@ -356,6 +357,7 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
 	if (!k)
 		return 0;
 	m = drain_carriers(t, t->stash, k);
+	t->nstash_skbs -= m;
 	t->nstash -= k;
 	memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
 	return m;
@@ -387,16 +389,17 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 		return 0;
 	t->draining = true;
 	n = release_stash_part(t, UINT_MAX);
-	/* (room in skbs: no more carriers than that, so the stash cannot overflow) */
+	/* the stash holds at most USKB_DEFER_STASH skbs (so as many carriers), fetched ahead */
 	if (t->taken)
-		walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH - t->nstash, true);
+		t->nstash_skbs += walk(&t->taken, t->stash, &t->nstash,
+				       USKB_DEFER_STASH - t->nstash_skbs, true);
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
 	}
 	if (!n) {
 		if (!t->nstash && t->taken)
-			walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
+			t->nstash_skbs = walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
 		n = release_stash_part(t, (t->nstash + 1) / 2);
 	}
 	t->draining = false;

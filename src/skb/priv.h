@@ -147,6 +147,7 @@ struct uskb_tls {
 	 */
 	struct uskb *taken;
 	unsigned int nstash; /* carriers in stash */
+	unsigned int nstash_skbs; /* their skbs, carriers included: at most USKB_DEFER_STASH */
 	bool draining;			/* a drain runs: one a release calls back into does nothing */
 	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
