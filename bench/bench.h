@@ -58,12 +58,13 @@ static inline void bench_pin(int cpu)
 }
 
 /*
- * USKB_BENCH_ONLY=<prefix>[,<prefix>...]: run only the rows whose names,
- * as the progress on stderr shows them, start with one of the prefixes
- * (all rows when unset or empty; empty items and spaces are not skipped
- * or trimmed: "," runs nothing), e.g. "h2h.pc" for bench_dpdk's
- * producer/consumer head to head alone. A row that prints several keys
- * (h2h.pc.dpdk, h2h.pc.uskb, ...) is named by their common stem.
+ * USKB_BENCH_ONLY=<prefix>[,<prefix>...]: run only the rows whose names
+ * start with one of the prefixes (all rows when unset or empty; an empty
+ * item matches nothing, and spaces are not trimmed). A row's name is the
+ * key it prints, or the first of them (pc.uskb_defer, which also prints
+ * pc_idle.uskb_defer); a head-to-head row's is its keys' stem (h2h.pc for
+ * h2h.pc.dpdk, h2h.pc.uskb and h2h.pc.ratio), e.g. "h2h.pc" for
+ * bench_dpdk's producer/consumer head to head alone.
  */
 static inline int bench_only(const char *name)
 {

@@ -213,17 +213,27 @@ static void pc_head_to_head(unsigned int worker)
 	pc_run(worker, 0);
 	pc_run(worker, 1);
 	for (k = 0; k < runs; k++) {
+		struct uskb_stats a = { .sz = sizeof(a) }, b = { .sz = sizeof(b) };
+
 		if (k & 1) {
+			uskb_stats_get(&a);
 			u[k] = pc_run(worker, 1);
+			uskb_stats_get(&b);
 			d[k] = pc_run(worker, 0);
 		} else {
 			d[k] = pc_run(worker, 0);
+			uskb_stats_get(&a);
 			u[k] = pc_run(worker, 1);
+			uskb_stats_get(&b);
 		}
 		q[k] = u[k] / d[k];
-		/* each pair, for an analysis of the VM's phases: USKB_BENCH_PAIRS=1 */
+		/*
+		 * each pair, for an analysis of the VM's phases (USKB_BENCH_PAIRS=1):
+		 * the rates, and the skbs uskb's consumer freed itself (defer cap)
+		 */
 		if (pairs)
-			fprintf(stderr, "h2h.pc pair %d dpdk %.2f uskb %.2f\n", k, d[k], u[k]);
+			fprintf(stderr, "h2h.pc pair %d dpdk %.2f uskb %.2f direct %llu\n", k, d[k],
+				u[k], (unsigned long long)(b.direct_frees - a.direct_frees));
 	}
 	printf("h2h.pc.dpdk %.2f\n", bench_median(d, runs));
 	printf("h2h.pc.uskb %.2f\n", bench_median(u, runs));

@@ -15,11 +15,12 @@
  * - on the owning thread, the shell and head go straight back to its cache;
  * - on another thread, the skb is pushed onto the owner's lock-free defer
  *   list (fewer than defer_max wait there), and the owner frees it into its own
- *   cache when its shell cache runs empty (a step ahead: what it takes at
- *   one such miss, it frees at the next, its memory fetched meanwhile; a
- *   miss with nothing taken before frees half at once) or on
- *   uskb_cache_drain(); past the cap, or for fclones and zero-copy skbs,
- *   the freeing thread frees it itself ("direct").
+ *   cache when its shell cache runs empty (ahead: what it takes at one such
+ *   miss, it frees over the next ones, a ready list's worth each, its
+ *   memory fetched meanwhile; a miss with nothing taken before frees half
+ *   of what it takes, as much at most, at once) or on uskb_cache_drain();
+ *   past the cap, or for fclones and zero-copy skbs, the freeing thread
+ *   frees it itself ("direct").
  * A thread that exits returns its cached objects to the global pools; skbs
  * it allocated may still be freed later by anyone.
  */

@@ -357,7 +357,7 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
 	if (!k)
 		return 0;
 	m = drain_carriers(t, t->stash, k);
-	t->nstash_skbs -= m;
+	t->nstash_skbs = (uint16_t)(t->nstash_skbs - m);
 	t->nstash -= k;
 	memmove(t->stash, t->stash + k, t->nstash * sizeof(t->stash[0]));
 	return m;
@@ -366,8 +366,9 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
 /*
  * The drain ahead, one step per call, a caches' run apart: free the
  * stash's first carriers, a ready list's worth (their lines fetched a
- * call or more ago); walk the list taken a call ago into the stash,
- * fetching its lines; take the list and fetch its first carrier. The
+ * call or more ago); walk on down the list taken before into the stash
+ * while it has room (256 skbs in all), fetching their lines; once that
+ * list is walked, take the next and fetch its first carrier. The
  * misses on lines other threads wrote then overlap the allocations
  * between drains instead of stalling them. A step frees no more than the
  * ready list holds: the pairs past it would be split into shells and
@@ -376,8 +377,8 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
  * time, before it drains again).
  *
  * When the stash was empty (the first call, or after a gap), the caller
- * still needs skbs now: the list is walked at once and half its carriers
- * freed (a ready list's worth at most); the rest, their lines on their
+ * still needs skbs now: the list is walked at once (up to 256 skbs of
+ * it) and half those carriers freed (a ready list's worth at most); the rest, their lines on their
  * way, stays in the stash for the next call, which gets the steps going.
  */
 unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
@@ -391,15 +392,17 @@ unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 	n = release_stash_part(t, UINT_MAX);
 	/* the stash holds at most USKB_DEFER_STASH skbs (so as many carriers), fetched ahead */
 	if (t->taken)
-		t->nstash_skbs += walk(&t->taken, t->stash, &t->nstash,
-				       USKB_DEFER_STASH - t->nstash_skbs, true);
+		t->nstash_skbs = (uint16_t)(t->nstash_skbs +
+					    walk(&t->taken, t->stash, &t->nstash,
+						 USKB_DEFER_STASH - t->nstash_skbs, true));
 	if (!t->taken && (t->taken = take_list(t, t))) {
 		__builtin_prefetch(t->taken);
 		__builtin_prefetch((char *)t->taken + 64);
 	}
 	if (!n) {
 		if (!t->nstash && t->taken)
-			t->nstash_skbs = walk(&t->taken, t->stash, &t->nstash, USKB_DEFER_STASH, true);
+			t->nstash_skbs = (uint16_t)walk(&t->taken, t->stash, &t->nstash,
+							USKB_DEFER_STASH, true);
 		n = release_stash_part(t, (t->nstash + 1) / 2);
 	}
 	t->draining = false;

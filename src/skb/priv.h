@@ -76,6 +76,7 @@ struct uskb_kbuf_cache {
 
 /* skbs a drain walks in one go, and the most the drain ahead holds */
 #define USKB_DEFER_STASH 256
+_Static_assert(USKB_DEFER_STASH <= UINT16_MAX, "uskb_tls.nstash_skbs counts up to it");
 /*
  * The defer list's count lives in the top bits of its word: user-space
  * addresses (the shells' included) fit in 48 bits on x86-64 and arm64.
@@ -147,8 +148,9 @@ struct uskb_tls {
 	 */
 	struct uskb *taken;
 	unsigned int nstash; /* carriers in stash */
-	unsigned int nstash_skbs; /* their skbs, carriers included: at most USKB_DEFER_STASH */
 	bool draining;			/* a drain runs: one a release calls back into does nothing */
+	/* the stash's skbs, carriers included: at most USKB_DEFER_STASH (in draining's padding) */
+	uint16_t nstash_skbs;
 	struct uskb *stash[USKB_DEFER_STASH];
 	struct uskb *shells[USKB_CACHE_MAX];
 	struct uskb_page_frag_cache frag;
