@@ -378,8 +378,9 @@ static unsigned int release_stash_part(struct uskb_tls *t, unsigned int most)
  *
  * When the stash was empty (the first call, or after a gap), the caller
  * still needs skbs now: the list is walked at once (up to 256 skbs of
- * it) and half those carriers freed (a ready list's worth at most); the rest, their lines on their
- * way, stays in the stash for the next call, which gets the steps going.
+ * it) and half those carriers freed (a ready list's worth at most); the
+ * rest, their lines on their way, stays in the stash for the next call,
+ * which gets the steps going.
  */
 unsigned int __uskb_defer_drain_ahead(struct uskb_tls *t)
 {
