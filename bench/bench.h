@@ -25,20 +25,25 @@ static int bench_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a switch in the environment: set to anything but empty or "0" */
+static inline int bench_flag(const char *name)
+{
+	const char *e = getenv(name);
+
+	return e && *e && strcmp(e, "0") != 0;
+}
+
 /*
- * USKB_BENCH_SMOKE=1 (anything but empty or "0"): one timed run per row and
- * a hundredth of the work, to prove in CI that every benchmark still builds
+ * USKB_BENCH_SMOKE=1 (a bench_flag()): one timed run per row and a
+ * hundredth of the work, to prove in CI that every benchmark still builds
  * and runs. Smoke figures are never compared or published.
  */
 static inline int bench_smoke(void)
 {
 	static int smoke = -1;
 
-	if (smoke < 0) {
-		const char *e = getenv("USKB_BENCH_SMOKE");
-
-		smoke = e && *e && strcmp(e, "0") != 0;
-	}
+	if (smoke < 0)
+		smoke = bench_flag("USKB_BENCH_SMOKE");
 	return smoke;
 }
 

@@ -81,6 +81,19 @@ static double pc_run(unsigned int worker, int uskb)
 	return (double)pc_total / (bench_now_ns() - t0) * 1e3;
 }
 
+/* pc_run() of uskb; *@direct: the skbs its consumer freed itself (the defer cap) */
+static double pc_run_uskb(unsigned int worker, unsigned long long *direct)
+{
+	struct uskb_stats a = { .sz = sizeof(a) }, b = { .sz = sizeof(b) };
+	double r;
+
+	uskb_stats_get(&a);
+	r = pc_run(worker, 1);
+	uskb_stats_get(&b);
+	*direct = (unsigned long long)(b.direct_frees - a.direct_frees);
+	return r;
+}
+
 /* the clone loops' templates, made on first use */
 static struct rte_mbuf *h2h_mtmpl;
 static struct uskb *h2h_stmpl;
@@ -203,8 +216,7 @@ static void pc_head_to_head(unsigned int worker)
 	double d[H2H_RUNS], u[H2H_RUNS], q[H2H_RUNS];
 	long keep = pc_total;
 	int k, runs = bench_smoke() ? 1 : H2H_RUNS;
-	const char *e = getenv("USKB_BENCH_PAIRS");
-	bool pairs = e && *e && strcmp(e, "0") != 0;
+	bool pairs = bench_flag("USKB_BENCH_PAIRS");
 
 	if (!bench_only("h2h.pc"))
 		return;
@@ -213,18 +225,14 @@ static void pc_head_to_head(unsigned int worker)
 	pc_run(worker, 0);
 	pc_run(worker, 1);
 	for (k = 0; k < runs; k++) {
-		struct uskb_stats a = { .sz = sizeof(a) }, b = { .sz = sizeof(b) };
+		unsigned long long direct;
 
 		if (k & 1) {
-			uskb_stats_get(&a);
-			u[k] = pc_run(worker, 1);
-			uskb_stats_get(&b);
+			u[k] = pc_run_uskb(worker, &direct);
 			d[k] = pc_run(worker, 0);
 		} else {
 			d[k] = pc_run(worker, 0);
-			uskb_stats_get(&a);
-			u[k] = pc_run(worker, 1);
-			uskb_stats_get(&b);
+			u[k] = pc_run_uskb(worker, &direct);
 		}
 		q[k] = u[k] / d[k];
 		/*
@@ -233,7 +241,7 @@ static void pc_head_to_head(unsigned int worker)
 		 */
 		if (pairs)
 			fprintf(stderr, "h2h.pc pair %d dpdk %.2f uskb %.2f direct %llu\n", k, d[k],
-				u[k], (unsigned long long)(b.direct_frees - a.direct_frees));
+				u[k], direct);
 	}
 	printf("h2h.pc.dpdk %.2f\n", bench_median(d, runs));
 	printf("h2h.pc.uskb %.2f\n", bench_median(u, runs));
