@@ -203,10 +203,15 @@ int main(void)
 	CHECK(uskb_dev_open("bogus:x") == NULL && errno == EINVAL);
 	CHECK(strstr(uskb_dev_strerror(), "unknown device"));
 	/* which specs receive, asked without opening */
-	CHECK(!uskb_dev_spec_receives("null"));
-	CHECK(!uskb_dev_spec_receives("pcap:/nonexistent/dir/x.pcap"));
-	CHECK(!uskb_dev_spec_receives("bogus"));
-	CHECK(!uskb_dev_spec_receives(""));
+	/* errno: 0 for a device that cannot receive, the open's error for no device at all */
+	errno = EBADF;
+	CHECK(!uskb_dev_spec_receives("null") && errno == 0);
+	CHECK(!uskb_dev_spec_receives("pcap:/nonexistent/dir/x.pcap") && errno == 0);
+	CHECK(!uskb_dev_spec_receives("bogus") && errno == ENODEV);
+	CHECK(strstr(uskb_dev_strerror(), "bogus: no such interface"));
+	CHECK(!uskb_dev_spec_receives("bogus:x") && errno == EINVAL);
+	CHECK(strstr(uskb_dev_strerror(), "unknown device"));
+	CHECK(!uskb_dev_spec_receives("") && errno == EINVAL);
 	CHECK(uskb_dev_spec_receives("packet:whatever"));
 	CHECK(uskb_dev_spec_receives("lo"));
 	CHECK(uskb_dev_open("pcap") == NULL && errno == EINVAL);

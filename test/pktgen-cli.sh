@@ -86,6 +86,11 @@ timeout 10 "$pg" -i nosuch9 -n 1 >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc = 5 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "nosuch9: no such interface" "$tmp/err" ||
 	bad "-i nosuch9: exit $rc: $(cat "$tmp/err")"
+# --rx on an interface that is not there says so, not that its kind cannot receive
+timeout 10 "$pg" --rx nosuch9 -n 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "nosuch9: no such interface" "$tmp/err" ||
+	bad "--rx nosuch9: exit $rc: $(cat "$tmp/err")"
 printf 'pg_thread 99 "add_device" null\n' >"$tmp/t99.pg"
 timeout 10 "$pg" --script "$tmp/t99.pg" >/dev/null 2>"$tmp/err"
 grep -q "no thread kpktgend_99" "$tmp/err" && ! grep -q "no error" "$tmp/err" ||

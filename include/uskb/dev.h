@@ -176,7 +176,11 @@ USKB_API struct uskb_dev *uskb_dev_open(const char *spec);
 USKB_API const char *uskb_dev_strerror(void);
 /**
  * Whether the device @spec names can receive (its type has rx), decided
- * without opening it: nothing is created, bound or truncated.
+ * without opening it: nothing is created, bound or truncated. When false,
+ * errno is 0 if @spec names a device whose type cannot receive, and
+ * ENODEV or EINVAL if it names none (an interface that is not there, an
+ * unknown type): uskb_dev_strerror() then says why, as uskb_dev_open()
+ * would.
  */
 USKB_API bool uskb_dev_spec_receives(const char *spec);
 /**

@@ -152,11 +152,35 @@ static const struct uskb_dev_ops *spec_type(const char *spec, const char **arg)
 	return ops;
 }
 
+/* @spec (not empty) names no device type nor interface: errno and the thread's error say so */
+static void no_device(const char *spec)
+{
+	if (!strchr(spec, ':'))
+		errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
+						 "there are), nor a device type: use null, "
+						 "pcap:FILE, packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
+						 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH or tap:IFNAME", spec);
+	else
+		errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
+						 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, udp:HOST:PORT, "
+						 "tcp:HOST:PORT, unix:PATH, tap:IFNAME or an interface name",
+					 spec);
+}
+
 bool uskb_dev_spec_receives(const char *spec)
 {
+	const struct uskb_dev_ops *ops;
 	const char *arg;
-	const struct uskb_dev_ops *ops = spec && *spec ? spec_type(spec, &arg) : NULL;
 
+	dev_err[0] = 0;
+	errno = 0;
+	if (!spec || !*spec) {
+		errno = -__uskb_dev_fail(EINVAL, "no device given");
+		return false;
+	}
+	ops = spec_type(spec, &arg);
+	if (!ops)
+		no_device(spec);
 	return ops && ops->rx;
 }
 
@@ -174,16 +198,7 @@ struct uskb_dev *uskb_dev_open(const char *spec)
 	}
 	ops = spec_type(spec, &arg);
 	if (!ops) {
-		if (!strchr(spec, ':'))
-			errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
-							 "there are), nor a device type: use null, "
-							 "pcap:FILE, packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
-							 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH or tap:IFNAME", spec);
-		else
-			errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-							 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, udp:HOST:PORT, "
-							 "tcp:HOST:PORT, unix:PATH, tap:IFNAME or an interface name",
-						 spec);
+		no_device(spec);
 		return NULL;
 	}
 	dev = calloc(1, sizeof(*dev));

@@ -66,6 +66,11 @@ static int rx_main(const char *spec, unsigned long long count)
 
 	/* asked before opening: opening pcap:FILE would truncate the file */
 	if (!uskb_dev_spec_receives(spec)) {
+		/* no such device at all (an interface not there): say that, not what receives */
+		if (errno) {
+			fprintf(stderr, "uskb-pktgen: --rx: %s\n", uskb_dev_strerror());
+			return 5;
+		}
 		fprintf(stderr, "uskb-pktgen: --rx %s: this device cannot receive (packet:IFNAME, "
 				"xdp:IFNAME or an interface name can); nothing was opened\n", spec);
 		return 5;
