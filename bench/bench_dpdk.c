@@ -15,6 +15,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pthread_setaffinity_np in bench.h */
 #endif
+#include <limits.h>
 #include <rte_eal.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
@@ -29,6 +30,16 @@
 static struct rte_mempool *mp;
 static struct spsc ring;
 static long pc_total; /* operations per producer/consumer run */
+static int pc_pause;  /* USKB_BENCH_PAUSE: both sides pause while the ring keeps them waiting */
+
+/* a producer/consumer side's wait on the ring: nothing, or a pause (USKB_BENCH_PAUSE) */
+static inline void pc_wait(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (pc_pause)
+		__builtin_ia32_pause();
+#endif
+}
 
 /* the consumer: frees what the ring brings into the mempool, or (@arg set) to uskb's owner */
 static int pc_consumer(void *arg)
@@ -39,8 +50,10 @@ static int pc_consumer(void *arg)
 	while (got < pc_total) {
 		unsigned int n = spsc_pop(&ring, v, BURST);
 
-		if (!n)
+		if (!n) {
+			pc_wait();
 			continue;
+		}
 		if (arg)
 			uskb_free_bulk((struct uskb **)v, n);
 		else
@@ -73,8 +86,13 @@ static double pc_run(unsigned int worker, int uskb)
 			while (rte_pktmbuf_alloc_bulk(mp, (struct rte_mbuf **)v, BURST))
 				; /* pool momentarily empty: the consumer is behind */
 		}
-		while (k < BURST)
-			k += spsc_push(&ring, v + k, BURST - k);
+		while (k < BURST) {
+			unsigned int p = spsc_push(&ring, v + k, BURST - k);
+
+			if (!p)
+				pc_wait();
+			k += p;
+		}
 		sent += BURST;
 	}
 	rte_eal_wait_lcore(worker);
@@ -256,10 +274,28 @@ int main(int argc, char **argv)
 			"-l", "0-1", "--log-level=1", "--no-shconf" };
 	struct rte_mbuf *m, *tmpl, *v[BURST];
 	const long n = bench_n(2000000L);
+	const char *dm = getenv("USKB_BENCH_DEFER_MAX");
 	unsigned int worker;
 	long i;
 
 	(void)argc;
+	pc_pause = bench_flag("USKB_BENCH_PAUSE");
+	/* USKB_BENCH_DEFER_MAX=N: uskb's defer_max for the whole run (the cap's experiments) */
+	if (dm) {
+		struct uskb_cache_opts o = { .sz = sizeof(o) };
+		char *end;
+		unsigned long v = strtoul(dm, &end, 10);
+		int bad = !*dm || *end || v > UINT_MAX || uskb_cache_get_opts(&o);
+
+		if (!bad) {
+			o.defer_max = (unsigned int)v;
+			bad = uskb_cache_set_opts(&o) != 0;
+		}
+		if (bad) {
+			fprintf(stderr, "bench_dpdk: USKB_BENCH_DEFER_MAX=%s: want 0 to 65535\n", dm);
+			return 2;
+		}
+	}
 	pc_total = bench_n(4000000L);
 	if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
 		fprintf(stderr, "bench_dpdk: rte_eal_init failed\n");
