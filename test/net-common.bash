@@ -41,3 +41,16 @@ capture_ready() {
 	done
 	return 1
 }
+
+# wait_rx ERRFILE PID: wait (20 s at most) until the receiver PID, started
+# without -q and its stderr in ERRFILE, says it receives; 1 if it ended or
+# never said so. A slow start (a sanitizer's build) must not meet a change
+# the test makes to its interface.
+wait_rx() {
+	for _ in $(seq 200); do
+		grep -q "receiving on" "$1" 2>/dev/null && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}

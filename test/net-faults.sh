@@ -21,9 +21,6 @@ trap '"$net" down -p "$p" >/dev/null 2>&1; umount "$tmp/full" 2>/dev/null; rm -r
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
 # the device spec of KIND on the first end: packet::mmsg -> packet:IF:mmsg
 spec() { local k=$1; echo "${k%%:*}:${p}0$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$k")"; }
-# wait (20 s at most) until a receiver without -q says it receives in FILE, its stderr:
-# a slow start (a sanitizer's build) must not meet the change the test makes
-wait_rx() { local i; for i in $(seq 200); do grep -q "receiving on" "$1" && return; sleep 0.1; done; }
 
 for kind in "${kinds[@]}"; do
 	dev=$(spec "$kind")
@@ -32,7 +29,7 @@ for kind in "${kinds[@]}"; do
 	: >"$tmp/rx.err"
 	ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
 	rxp=$!
-	wait_rx "$tmp/rx.err"
+	wait_rx "$tmp/rx.err" $rxp || bad "$kind: the receiver did not start: $(cat "$tmp/rx.err")"
 	(sleep 1; ip -n "$p-a" link set "${p}0" mtu 1000; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
 	mtu=$!
 	# 40000 packets at 20000 pps at most: the run lasts past the fall on any machine
@@ -75,10 +72,11 @@ for rxdev in "${p}1" "xdp:${p}1"; do
 	[ "${rxdev%%:*}" = xdp ] && [[ " ${kinds[*]} " != *" xdp "* ]] && continue
 	"$net" up -p "$p" -q 2 >/dev/null || { bad "netns-veth.sh up"; continue; }
 	: >"$tmp/err"
-	(wait_rx "$tmp/err"; sleep 0.5; ip -n "$p-b" link del "${p}1") &
-	ip netns exec "$p-b" timeout 30 "$pg" --rx "$rxdev" --duration 20 >/dev/null 2>"$tmp/err"
+	ip netns exec "$p-b" timeout 30 "$pg" --rx "$rxdev" --duration 20 >/dev/null 2>"$tmp/err" &
+	rxp=$!
+	wait_rx "$tmp/err" $rxp && sleep 0.5 && ip -n "$p-b" link del "${p}1"
+	wait $rxp
 	rc=$?
-	wait
 	[ $rc = 3 ] && grep -Eq "went down|was deleted" "$tmp/err" || bad "--rx $rxdev, deleted: exit $rc: $(cat "$tmp/err")"
 	echo "--rx $rxdev: interface deleted: $(cat "$tmp/err")"
 	"$net" down -p "$p" >/dev/null

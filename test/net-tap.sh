@@ -51,9 +51,10 @@ after2=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
 echo "tap:ut1: 200 frames into the kernel, one queue and two"
 
 # ---- out of it: the kernel's datagrams are received ----
-in_ns "$pg" --rx tap:ut1 --duration 3 --json -q >"$tmp/rx.json" &
+: >"$tmp/rx.err"
+in_ns "$pg" --rx tap:ut1 --duration 3 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
 rpid=$!
-sleep 0.7
+wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
 wait $rpid
 rx=$(cat "$tmp/rx.json")
@@ -61,9 +62,10 @@ rx=$(cat "$tmp/rx.json")
 	bad "tap:ut1 receive: the kernel sent 20 datagrams: $rx"
 echo "tap:ut1: 20 datagrams from the kernel received"
 # with receive checksum offload (TUN_F_CSUM) the kernel may leave their checksums to us: all still come
-in_ns "$pg" --rx tap:ut1,csum --duration 3 --json -q >"$tmp/rx.json" &
+: >"$tmp/rx.err"
+in_ns "$pg" --rx tap:ut1,csum --duration 3 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
 rpid=$!
-sleep 0.7
+wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
 wait $rpid
 rx=$(cat "$tmp/rx.json")
@@ -71,9 +73,10 @@ rx=$(cat "$tmp/rx.json")
 echo "tap:ut1,csum: 20 datagrams from the kernel received"
 
 # the MTU raised after the open: a longer frame is dropped and counted, not cut short
-in_ns "$pg" --rx tap:ut1 --duration 2 --json -q >"$tmp/rx2.json" &
+: >"$tmp/rx.err"
+in_ns "$pg" --rx tap:ut1 --duration 2 --json >"$tmp/rx2.json" 2>"$tmp/rx.err" &
 rpid=$!
-sleep 0.7
+wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns ip link set ut1 mtu 3000
 in_ns bash -c 'head -c 2500 /dev/zero >/dev/udp/198.18.5.2/9'
 wait $rpid

@@ -37,9 +37,11 @@ for pair in "xdp:$a xdp:$b" "packet:$a xdp:$b" "xdp:$a packet:$b" "xdp:$a:copy x
 	set -- $pair
 	tx=$1 rx=$2
 	rx_before=$(stat "$nb" "$b" 3)
-	ip netns exec "$nb" timeout 60 "$pg" --rx "$rx" -n $N --duration 30 --json -q >"$tmp/rx.json" &
+	: >"$tmp/rx.err"
+	ip netns exec "$nb" timeout 60 "$pg" --rx "$rx" -n $N --duration 30 --json >"$tmp/rx.json" \
+		2>"$tmp/rx.err" &
 	rxp=$!
-	sleep 0.7
+	wait_rx "$tmp/rx.err" $rxp || bad "$tx -> $rx: the receiver did not start: $(cat "$tmp/rx.err")"
 	ip -n "$nb" link show "$b" | grep -q xdp || [ "${rx%%:*}" = packet ] ||
 		bad "$tx -> $rx: no XDP program on $b while receiving"
 	extra=()
@@ -61,11 +63,13 @@ done
 # two threads, two queues (a socket each, for xdp: and packet: alike): each
 # sends its count, the peer receives them all
 for d in "xdp:$a" "packet:$a"; do
-	ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json -q >"$tmp/rx.json" &
+	: >"$tmp/rx.err"
+	ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json \
+		>"$tmp/rx.json" 2>"$tmp/rx.err" &
 	rxp=$!
 	# until the receiver's program is on (a sanitizer build starts slowly), then its sockets bind
 	for _ in $(seq 100); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
-	sleep 0.7
+	wait_rx "$tmp/rx.err" $rxp || bad "two queues: the receiver did not start: $(cat "$tmp/rx.err")"
 	# packet: threads pinned: the kernel picks a frame's queue from the sending CPU, so an
 	# unpinned thread that moves spreads its stream over both queues, out of order
 	pin=()
@@ -90,9 +94,11 @@ done
 
 # one thread cycling over both queues (queue_map_min/max) loses nothing (that
 # the queue left is flushed at once is pktgen-engine's test_queues)
-ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $N --duration 30 --json -q >"$tmp/rx.json" &
+: >"$tmp/rx.err"
+ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $N --duration 30 --json >"$tmp/rx.json" \
+	2>"$tmp/rx.err" &
 rxp=$!
-sleep 0.7
+wait_rx "$tmp/rx.err" $rxp || bad "queue cycling: the receiver did not start: $(cat "$tmp/rx.err")"
 ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" "${send[@]}" -c 3 "queue_map_min 0" "queue_map_max 1" \
 	>/dev/null || bad "queue cycling: sender failed"
 wait $rxp
