@@ -172,15 +172,19 @@ struct uskb_dev {
  * otherwise). uskb_dev_strerror() describes the last failure of this thread.
  */
 USKB_API struct uskb_dev *uskb_dev_open(const char *spec);
-/** One line explaining why the calling thread's last uskb_dev_open failed. */
+/**
+ * One line explaining why the calling thread's last uskb_dev_open() failed,
+ * or its last uskb_dev_spec_receives() that found no device.
+ */
 USKB_API const char *uskb_dev_strerror(void);
 /**
  * Whether the device @spec names can receive (its type has rx), decided
- * without opening it: nothing is created, bound or truncated. When false,
- * errno is 0 if @spec names a device whose type cannot receive, and
- * ENODEV or EINVAL if it names none (an interface that is not there, an
- * unknown type): uskb_dev_strerror() then says why, as uskb_dev_open()
- * would.
+ * without opening it: nothing is created, bound or truncated. Only the
+ * type is asked ("packet:nosuch0" receives; its open fails). When false,
+ * errno is 0 if @spec names a device whose type cannot receive, ENODEV if
+ * it is a bare name that is no interface (nor a type), EINVAL for an
+ * unknown type or an empty @spec: uskb_dev_strerror() then says why, as
+ * uskb_dev_open() would.
  */
 USKB_API bool uskb_dev_spec_receives(const char *spec);
 /**

@@ -17,7 +17,7 @@
 
 #include "dev/priv.h"
 
-/* why the calling thread's last open failed */
+/* why the calling thread's last open (or uskb_dev_spec_receives()) failed */
 static __thread char dev_err[256];
 
 int __uskb_dev_fail(int err, const char *fmt, ...)
@@ -156,14 +156,18 @@ static const struct uskb_dev_ops *spec_type(const char *spec, const char **arg)
 static void no_device(const char *spec)
 {
 	if (!strchr(spec, ':'))
-		errno = -__uskb_dev_fail(ENODEV, "%s: no such interface (ip link shows the ones "
-						 "there are), nor a device type: use null, "
-						 "pcap:FILE, packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
-						 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH or tap:IFNAME", spec);
+		errno = -__uskb_dev_fail(ENODEV,
+					 "%s: no such interface (ip link shows the ones there "
+					 "are), nor a device type: use null, pcap:FILE, "
+					 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
+					 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH or tap:IFNAME",
+					 spec);
 	else
-		errno = -__uskb_dev_fail(EINVAL, "unknown device \"%s\": use null, pcap:FILE, "
-						 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, udp:HOST:PORT, "
-						 "tcp:HOST:PORT, unix:PATH, tap:IFNAME or an interface name",
+		errno = -__uskb_dev_fail(EINVAL,
+					 "unknown device \"%s\": use null, pcap:FILE, "
+					 "packet:IFNAME, xdp:IFNAME, xdp-live:IFNAME, "
+					 "udp:HOST:PORT, tcp:HOST:PORT, unix:PATH, tap:IFNAME "
+					 "or an interface name",
 					 spec);
 }
 
@@ -172,7 +176,7 @@ bool uskb_dev_spec_receives(const char *spec)
 	const struct uskb_dev_ops *ops;
 	const char *arg;
 
-	dev_err[0] = 0;
+	/* (the thread's error is written only when there is no device: errno says which) */
 	errno = 0;
 	if (!spec || !*spec) {
 		errno = -__uskb_dev_fail(EINVAL, "no device given");

@@ -53,6 +53,11 @@ static void rx_report(const char *spec, struct uskb_dev *d, struct uskb_pktgen_r
 	       ds->rx_packets, ds->rx_dropped, ds->rx_copied, ds->rx_orphaned);
 }
 
+/* the devices that receive, for the errors */
+#define RX_DEVICES                                                                    \
+	"these receive: packet:IFNAME, xdp:IFNAME[:QUEUE], an interface name, tap:IFNAME, " \
+	"udp:HOST:PORT, tcp:HOST:PORT or unix:PATH (with ,listen to wait for the sender)"
+
 /* --rx DEV: receive until COUNT pktgen packets, the cli.duration or a signal */
 static int rx_main(const char *spec, unsigned long long count)
 {
@@ -66,13 +71,14 @@ static int rx_main(const char *spec, unsigned long long count)
 
 	/* asked before opening: opening pcap:FILE would truncate the file */
 	if (!uskb_dev_spec_receives(spec)) {
-		/* no such device at all (an interface not there): say that, not what receives */
-		if (errno) {
-			fprintf(stderr, "uskb-pktgen: --rx: %s\n", uskb_dev_strerror());
-			return 5;
-		}
-		fprintf(stderr, "uskb-pktgen: --rx %s: this device cannot receive (packet:IFNAME, "
-				"xdp:IFNAME or an interface name can); nothing was opened\n", spec);
+		if (errno == ENODEV)
+			fprintf(stderr, "uskb-pktgen: --rx %s: no such interface (ip link shows the "
+					"ones there are); " RX_DEVICES "\n", spec);
+		else if (errno)
+			fprintf(stderr, "uskb-pktgen: --rx %s: unknown device; " RX_DEVICES "\n", spec);
+		else
+			fprintf(stderr, "uskb-pktgen: --rx %s: this device cannot receive; " RX_DEVICES
+					"; nothing was opened\n", spec);
 		return 5;
 	}
 	d = uskb_dev_open(spec);
@@ -99,8 +105,8 @@ static int rx_main(const char *spec, unsigned long long count)
 			uint64_t now = uskb_clock_ns(CLOCK_REALTIME);
 
 			if (n == -EOPNOTSUPP) {
-				fprintf(stderr, "uskb-pktgen: this device cannot receive (packet:IFNAME and "
-						"xdp:IFNAME can)\n");
+				fprintf(stderr, "uskb-pktgen: this device cannot receive; " RX_DEVICES
+						"\n");
 				uskb_pktgen_rx_free(rx);
 				uskb_dev_close(d);
 				return 5;
