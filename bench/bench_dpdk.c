@@ -30,9 +30,9 @@
 static struct rte_mempool *mp;
 static struct spsc ring;
 static long pc_total; /* operations per producer/consumer run */
-static int pc_pause;  /* USKB_BENCH_PAUSE: both sides pause while the ring keeps them waiting */
+static int pc_pause;  /* USKB_BENCH_PAUSE: both sides pause while they wait (x86) */
 
-/* a producer/consumer side's wait on the ring: nothing, or a pause (USKB_BENCH_PAUSE) */
+/* a producer/consumer side's wait: nothing, or a pause (USKB_BENCH_PAUSE, x86 only) */
 static inline void pc_wait(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -83,8 +83,9 @@ static double pc_run(unsigned int worker, int uskb)
 			if (uskb_alloc_bulk((struct uskb **)v, BURST, 256))
 				abort();
 		} else {
+			/* the pool momentarily empty: the consumer is behind */
 			while (rte_pktmbuf_alloc_bulk(mp, (struct rte_mbuf **)v, BURST))
-				; /* pool momentarily empty: the consumer is behind */
+				pc_wait();
 		}
 		while (k < BURST) {
 			unsigned int p = spsc_push(&ring, v + k, BURST - k);
@@ -284,15 +285,16 @@ int main(int argc, char **argv)
 	if (dm) {
 		struct uskb_cache_opts o = { .sz = sizeof(o) };
 		char *end;
-		unsigned long v = strtoul(dm, &end, 10);
-		int bad = !*dm || *end || v > UINT_MAX || uskb_cache_get_opts(&o);
+		unsigned long val = strtoul(dm, &end, 10);
+		int bad = !*dm || *end || val > UINT_MAX || uskb_cache_get_opts(&o);
 
 		if (!bad) {
-			o.defer_max = (unsigned int)v;
+			o.defer_max = (unsigned int)val;
 			bad = uskb_cache_set_opts(&o) != 0;
 		}
 		if (bad) {
-			fprintf(stderr, "bench_dpdk: USKB_BENCH_DEFER_MAX=%s: want 0 to 65535\n", dm);
+			fprintf(stderr, "bench_dpdk: USKB_BENCH_DEFER_MAX=%s: want 0 to 65535\n",
+				dm);
 			return 2;
 		}
 	}
