@@ -42,10 +42,21 @@ capture_ready() {
 	return 1
 }
 
+# start_rx ERRFILE CMD...: start a receiver (CMD, an uskb-pktgen --rx without
+# -q) in the background, its stderr in ERRFILE, emptied first so that no
+# earlier receiver's line answers wait_rx; $! is its pid. The caller's own
+# redirections (its stdout) go with it.
+start_rx() {
+	local err=$1
+	shift
+	: >"$err"
+	"$@" 2>"$err" &
+}
+
 # wait_rx ERRFILE PID: wait (20 s at most) until the receiver PID, started
-# without -q and its stderr in ERRFILE, says it receives; 1 if it ended or
-# never said so. A slow start (a sanitizer's build) must not meet a change
-# the test makes to its interface.
+# by start_rx, says it receives; 1 if it ended or never said so. A slow
+# start (a sanitizer's build) must not meet a change the test makes to its
+# interface.
 wait_rx() {
 	for _ in $(seq 200); do
 		grep -q "receiving on" "$1" 2>/dev/null && return 0

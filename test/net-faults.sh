@@ -26,8 +26,8 @@ for kind in "${kinds[@]}"; do
 	dev=$(spec "$kind")
 	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
 	# the peer counts pktgen's packets; the MTU falls to 1000 for half a second
-	: >"$tmp/rx.err"
-	ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
+	start_rx "$tmp/rx.err" ip netns exec "$p-b" timeout 60 \
+		"$pg" --rx "${p}1" --json >"$tmp/rx.json"
 	rxp=$!
 	wait_rx "$tmp/rx.err" $rxp || bad "$kind: the receiver did not start: $(cat "$tmp/rx.err")"
 	(sleep 1; ip -n "$p-a" link set "${p}0" mtu 1000; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
@@ -71,8 +71,8 @@ done
 for rxdev in "${p}1" "xdp:${p}1"; do
 	[ "${rxdev%%:*}" = xdp ] && [[ " ${kinds[*]} " != *" xdp "* ]] && continue
 	"$net" up -p "$p" -q 2 >/dev/null || { bad "netns-veth.sh up"; continue; }
-	: >"$tmp/err"
-	ip netns exec "$p-b" timeout 30 "$pg" --rx "$rxdev" --duration 20 >/dev/null 2>"$tmp/err" &
+	start_rx "$tmp/err" ip netns exec "$p-b" timeout 30 \
+		"$pg" --rx "$rxdev" --duration 20 >/dev/null
 	rxp=$!
 	wait_rx "$tmp/err" $rxp && sleep 0.5 && ip -n "$p-b" link del "${p}1"
 	wait $rxp

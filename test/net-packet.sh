@@ -80,9 +80,8 @@ srcs=$(tshark -r "$tmp/src.pcap" -T fields -e ip.src -e ipv6.src 2>/dev/null | t
 
 # --rx: the receiving uskb-pktgen counts every packet once, with latencies
 for mode in ring mmsg; do
-	: >"$tmp/rx.err"
-	ip netns exec "$nb" timeout 60 "$pg" --rx "${p}1" -n $N --duration 30 --json >"$tmp/rx.json" \
-		2>"$tmp/rx.err" &
+	start_rx "$tmp/rx.err" ip netns exec "$nb" timeout 60 \
+		"$pg" --rx "${p}1" -n $N --duration 30 --json >"$tmp/rx.json"
 	rxp=$!
 	wait_rx "$tmp/rx.err" $rxp || bad "--rx ($mode): the receiver did not start: $(cat "$tmp/rx.err")"
 	ip netns exec "$na" timeout 60 "$pg" -i "packet:${p}0:$mode" -q -n $N -s 1000 -m 02:00:00:00:00:02 \

@@ -53,9 +53,8 @@ done
 
 # towards a receiver on this host: the kernel copies, the device falls back, every frame arrives
 "$net" up -p "${p}r" >/dev/null || { bad "netns-veth.sh up (receiver pair)"; exit 1; }
-: >"$tmp/rx.err"
-ip netns exec "${p}r-b" "$pg" --rx udp:198.18.0.2:9,listen -n 2000 --duration 10 --json >"$tmp/rx.json" \
-	2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" ip netns exec "${p}r-b" \
+	"$pg" --rx udp:198.18.0.2:9,listen -n 2000 --duration 10 --json >"$tmp/rx.json"
 rpid=$!
 wait_rx "$tmp/rx.err" $rpid || bad "udp: the receiver did not start: $(cat "$tmp/rx.err")"
 out=$(ip netns exec "${p}r-a" "$pg" -q --json -i udp:198.18.0.2:9,zc,copybreak=0 -n 2000 -s 1500 --ratep 20000 \

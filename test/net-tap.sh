@@ -51,8 +51,7 @@ after2=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
 echo "tap:ut1: 200 frames into the kernel, one queue and two"
 
 # ---- out of it: the kernel's datagrams are received ----
-: >"$tmp/rx.err"
-in_ns "$pg" --rx tap:ut1 --duration 3 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" in_ns "$pg" --rx tap:ut1 --duration 3 --json >"$tmp/rx.json"
 rpid=$!
 wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
@@ -62,8 +61,7 @@ rx=$(cat "$tmp/rx.json")
 	bad "tap:ut1 receive: the kernel sent 20 datagrams: $rx"
 echo "tap:ut1: 20 datagrams from the kernel received"
 # with receive checksum offload (TUN_F_CSUM) the kernel may leave their checksums to us: all still come
-: >"$tmp/rx.err"
-in_ns "$pg" --rx tap:ut1,csum --duration 3 --json >"$tmp/rx.json" 2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" in_ns "$pg" --rx tap:ut1,csum --duration 3 --json >"$tmp/rx.json"
 rpid=$!
 wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns bash -c 'for i in $(seq 20); do echo "datagram $i" >/dev/udp/198.18.5.2/9; done'
@@ -73,8 +71,7 @@ rx=$(cat "$tmp/rx.json")
 echo "tap:ut1,csum: 20 datagrams from the kernel received"
 
 # the MTU raised after the open: a longer frame is dropped and counted, not cut short
-: >"$tmp/rx.err"
-in_ns "$pg" --rx tap:ut1 --duration 2 --json >"$tmp/rx2.json" 2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" in_ns "$pg" --rx tap:ut1 --duration 2 --json >"$tmp/rx2.json"
 rpid=$!
 wait_rx "$tmp/rx.err" $rpid || bad "tap: the receiver did not start: $(cat "$tmp/rx.err")"
 in_ns ip link set ut1 mtu 3000

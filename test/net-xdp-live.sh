@@ -158,9 +158,8 @@ sums_good "random IPv6"
 
 # ---- sequence and timing: a paced run, every packet once ----
 M=20000
-: >"$tmp/rx.err"
-ip netns exec "$nb" timeout 60 "$pg" --rx "packet:$b" -n $M --duration 30 --json >"$tmp/rx.json" \
-	2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" ip netns exec "$nb" timeout 60 \
+	"$pg" --rx "packet:$b" -n $M --duration 30 --json >"$tmp/rx.json"
 rxp=$!
 wait_rx "$tmp/rx.err" $rxp || bad "paced run: the receiver did not start: $(cat "$tmp/rx.err")"
 ip netns exec "$na" timeout 60 "$pg" -i "xdp-live:$a" -q -n $M --ratep 20000 -d 198.18.0.2 \

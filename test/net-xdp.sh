@@ -37,9 +37,8 @@ for pair in "xdp:$a xdp:$b" "packet:$a xdp:$b" "xdp:$a packet:$b" "xdp:$a:copy x
 	set -- $pair
 	tx=$1 rx=$2
 	rx_before=$(stat "$nb" "$b" 3)
-	: >"$tmp/rx.err"
-	ip netns exec "$nb" timeout 60 "$pg" --rx "$rx" -n $N --duration 30 --json >"$tmp/rx.json" \
-		2>"$tmp/rx.err" &
+	start_rx "$tmp/rx.err" ip netns exec "$nb" timeout 60 \
+		"$pg" --rx "$rx" -n $N --duration 30 --json >"$tmp/rx.json"
 	rxp=$!
 	wait_rx "$tmp/rx.err" $rxp || bad "$tx -> $rx: the receiver did not start: $(cat "$tmp/rx.err")"
 	ip -n "$nb" link show "$b" | grep -q xdp || [ "${rx%%:*}" = packet ] ||
@@ -63,9 +62,8 @@ done
 # two threads, two queues (a socket each, for xdp: and packet: alike): each
 # sends its count, the peer receives them all
 for d in "xdp:$a" "packet:$a"; do
-	: >"$tmp/rx.err"
-	ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json \
-		>"$tmp/rx.json" 2>"$tmp/rx.err" &
+	start_rx "$tmp/rx.err" ip netns exec "$nb" timeout 60 \
+		"$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json >"$tmp/rx.json"
 	rxp=$!
 	# until the receiver's program is on (a sanitizer build starts slowly), then its sockets bind
 	for _ in $(seq 100); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
@@ -94,9 +92,8 @@ done
 
 # one thread cycling over both queues (queue_map_min/max) loses nothing (that
 # the queue left is flushed at once is pktgen-engine's test_queues)
-: >"$tmp/rx.err"
-ip netns exec "$nb" timeout 60 "$pg" --rx "xdp:$b" -n $N --duration 30 --json >"$tmp/rx.json" \
-	2>"$tmp/rx.err" &
+start_rx "$tmp/rx.err" ip netns exec "$nb" timeout 60 \
+	"$pg" --rx "xdp:$b" -n $N --duration 30 --json >"$tmp/rx.json"
 rxp=$!
 wait_rx "$tmp/rx.err" $rxp || bad "queue cycling: the receiver did not start: $(cat "$tmp/rx.err")"
 ip netns exec "$na" timeout 60 "$pg" -i "xdp:$a" "${send[@]}" -c 3 "queue_map_min 0" "queue_map_max 1" \
