@@ -56,6 +56,8 @@ static void copy_header_gso(struct uskb *n, const struct uskb *old)
 /* ...but for the clean mark and the byte after it: other holders may clear the mark atomically */
 #define CLONE_GAP offsetof(struct uskb, __shinfo_clean)
 #define CLONE_RESUME (CLONE_GAP + 2)
+/* ...and from the first 8-byte boundary after it, a store per 8 bytes (see uskb_clone()) */
+#define CLONE_WORDS ((CLONE_RESUME + 7) & ~(size_t)7)
 _Static_assert(offsetof(struct uskb, sk) < CLONE_FROM &&
 		       offsetof(struct uskb, destructor) >= CLONE_FROM &&
 		       offsetof(struct uskb, truesize) < CLONE_TO &&
@@ -69,6 +71,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 	struct uskb_tls *t = uskb_tls();
 	unsigned int fclone;
 	struct uskb *n;
+	size_t off;
 
 	if (uskb_unlikely(!t))
 		return NULL; /* errno ENOMEM: no thread state */
@@ -101,7 +104,18 @@ struct uskb *uskb_clone(struct uskb *skb)
 	 * other holders of @skb change them atomically.
 	 */
 	memcpy((char *)n + CLONE_FROM, (const char *)skb + CLONE_FROM, CLONE_GAP - CLONE_FROM);
-	memcpy((char *)n + CLONE_RESUME, (const char *)skb + CLONE_RESUME, CLONE_TO - CLONE_RESUME);
+	/*
+	 * The part after the gap in stores that hold whole fields: one block
+	 * copy from the odd offset stored head across two 16-byte stores, and
+	 * the free that follows a clone waited on its load of head for both
+	 * to reach the cache (a load spanning two stores is not forwarded):
+	 * clone+free 13.7 ns against 11.8 before the gap (docs/benchmarks.md).
+	 */
+	memcpy((char *)n + CLONE_RESUME, (const char *)skb + CLONE_RESUME,
+	       CLONE_WORDS - CLONE_RESUME);
+	for (off = CLONE_WORDS; off + 8 <= CLONE_TO; off += 8)
+		memcpy((char *)n + off, (const char *)skb + off, 8);
+	memcpy((char *)n + off, (const char *)skb + off, CLONE_TO - off);
 	/* a shared info of two is not as allocated: no clean mark */
 	n->__shinfo_clean = 0;
 	n->__rsvd = 0;
@@ -128,6 +142,7 @@ struct uskb *uskb_clone(struct uskb *skb)
 #undef CLONE_TO
 #undef CLONE_GAP
 #undef CLONE_RESUME
+#undef CLONE_WORDS
 
 struct uskb *uskb_copy(const struct uskb *skb)
 {
