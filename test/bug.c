@@ -175,6 +175,14 @@ static void double_free_dead_owner(void)
 	uskb_free(dead_burst[7]); /* carried in the burst's first skb, tagged clean */
 }
 
+/* three copies of an skb with two users in one burst: the run's count finds it */
+static void double_free_run(void)
+{
+	struct uskb *skb = uskb_get(uskb_alloc(64)), *v[3] = { skb, skb, skb };
+
+	uskb_free_bulk(v, 3);
+}
+
 static const struct {
 	const char *name;
 	misuse_fn fn;
@@ -189,6 +197,7 @@ static const struct {
 	{ "double free, deferred", double_free_deferred, "double free" },
 	{ "double free, in a burst", double_free_deferred_burst, "double free" },
 	{ "double free, dead owner", double_free_dead_owner, "double free" },
+	{ "double free, one run", double_free_run, "double free" },
 	{ "expand shared", expand_shared, "shared" },
 	{ "store into zero page", store_zero_page, "zero page" },
 	{ "put zero page base ref", zero_page_base_put, "zero page" },

@@ -292,6 +292,35 @@ static void test_bulk(void)
 	pthread_barrier_destroy(&bar);
 }
 
+/* one skb's references in a burst (pktgen's clone_skb): adjacent copies drop together */
+static void test_bulk_runs(void)
+{
+	struct uskb *a = uskb_alloc(64), *b = uskb_alloc(64), *v[8];
+	struct uskb_stats s0 = stats();
+	int i;
+
+	CHECK(a && b);
+	for (i = 0; i < 6; i++)
+		uskb_get(a); /* users 7 */
+	uskb_get(b); /* users 2 */
+	/* runs of 3, 1, 2, 1, 1 */
+	v[0] = v[1] = v[2] = a;
+	v[3] = b;
+	v[4] = v[5] = a;
+	v[6] = b;
+	v[7] = a;
+	uskb_free_bulk(v, 8);
+	CHECK_EQ(atomic_load(&a->users), 1);
+	CHECK_EQ(stats().skb_frees - s0.skb_frees, 1); /* b, at its second copy */
+	/* a run that holds the last users frees the skb once */
+	uskb_get(a);
+	uskb_get(a);
+	v[0] = v[1] = v[2] = a;
+	v[3] = NULL;
+	uskb_free_bulk(v, 4);
+	CHECK_EQ(stats().skb_frees - s0.skb_frees, 2);
+}
+
 /*
  * An owner thread allocates, waits while we hand its skbs back (they go on
  * its defer list, cap 1000): @hand_back, or one bulk free of @v[@n]. Then
@@ -1190,6 +1219,7 @@ int main(void)
 	test_drain_on_miss();
 	test_direct();
 	test_bulk();
+	test_bulk_runs();
 	test_carriers();
 	test_clean_here();
 	test_clean_deferred();

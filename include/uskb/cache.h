@@ -101,7 +101,9 @@ USKB_API int uskb_alloc_bulk(struct uskb **skbs, unsigned int n, unsigned int si
 /**
  * Drop one reference to each of @n skbs (as uskb_free(); NULL entries are
  * skipped). skbs owned by other threads are gathered per owner and handed
- * over with one atomic operation per owner.
+ * over with one atomic operation per owner. An skb may appear several
+ * times, once per reference dropped; adjacent copies of a shared skb (a
+ * burst of one skb's references) take one atomic subtraction together.
  */
 USKB_API void uskb_free_bulk(struct uskb **skbs, unsigned int n);
 

@@ -164,6 +164,33 @@ static __attribute__((noinline)) unsigned int defer_run(struct uskb_defer_batch 
 	}
 }
 
+/*
+ * skb_unref() for skbs[*i] and the copies of it that follow it in @skbs
+ * (one skb's references sent as a burst: pktgen's clone_skb, a device's
+ * completions): one subtraction for the run, *i moved to its last. True
+ * when the run held the last users.
+ */
+static inline __attribute__((always_inline)) bool unref_run(struct uskb *skb,
+							    struct uskb **skbs, unsigned int *i,
+							    unsigned int n)
+{
+	int old = atomic_load_explicit(&skb->users, memory_order_acquire);
+	unsigned int k = 1;
+
+	/* likely: a sole user, who skips the RMW (skb_unref()) */
+	if (uskb_likely(old == 1))
+		return true;
+	while (*i + k < n && skbs[*i + k] == skb)
+		k++;
+	/* our k references are in the count: fewer is a free too many */
+	if (uskb_unlikely(old < (int)k))
+		uskb_bug("free", skb, "skb %p freed %u times in a burst with users=%d (double free?)",
+			 (void *)skb, k, old);
+	*i += k - 1;
+	/* acq_rel: publish our writes; the last dropper must see everyone's */
+	return atomic_fetch_sub_explicit(&skb->users, (int)k, memory_order_acq_rel) == (int)k;
+}
+
 void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
@@ -230,7 +257,7 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 		struct uskb *skb = skbs[i];
 		unsigned int cls;
 
-		if (!skb || !skb_unref(skb))
+		if (!skb || !unref_run(skb, skbs, &i, n))
 			continue;
 		/* the shell's tests once: they sort most skbs */
 		cls = plain_shell(skb);
