@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) bool unref_run(struct uskb *skb,
 	return atomic_fetch_sub_explicit(&skb->users, (int)k, memory_order_acq_rel) == (int)k;
 }
 
-void uskb_free_bulk(struct uskb **skbs, unsigned int n)
+static __attribute__((noinline)) void free_bulk(struct uskb **skbs, unsigned int n)
 {
 	struct uskb_tls *t = uskb_tls();
 	struct uskb_defer_batch b[FREE_BULK_OWNERS], cur = USKB_DEFER_BATCH(NULL);
@@ -323,6 +323,15 @@ void uskb_free_bulk(struct uskb **skbs, unsigned int n)
 	uskb_count_add(&t->c[USKB_TC_PAIR_FREE], nplain);
 	for (k = 0; k < nb; k++)
 		__uskb_defer_batch_push(t, &b[k]);
+}
+
+void uskb_free_bulk(struct uskb **skbs, unsigned int n)
+{
+	/* a burst of one (a device's single send): uskb_free(), without the burst's frame */
+	if (n == 1)
+		uskb_free(skbs[0]);
+	else
+		free_bulk(skbs, n);
 }
 
 /*
