@@ -197,7 +197,7 @@ static const struct {
 	{ "double free, deferred", double_free_deferred, "double free" },
 	{ "double free, in a burst", double_free_deferred_burst, "double free" },
 	{ "double free, dead owner", double_free_dead_owner, "double free" },
-	{ "double free, one run", double_free_run, "double free" },
+	{ "double free, one run", double_free_run, "in a burst" },
 	{ "expand shared", expand_shared, "shared" },
 	{ "store into zero page", store_zero_page, "zero page" },
 	{ "put zero page base ref", zero_page_base_put, "zero page" },
