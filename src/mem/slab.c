@@ -105,34 +105,41 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
  * slabs need not care: its direct map has huge pages. So a slab is whole
  * pages, the last bytes of each left unused (64 of 4096 for a shell) and
  * poisoned, so an overrun past a page's last object is still caught.
+ *
+ * slab_carve() puts a new slab of @sl's objects on its stack: false when
+ * memory ran out. (Out of __uskb_slab_get(), whose every call would
+ * otherwise pay its two divisions.)
  */
-size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
+static bool slab_carve(struct uskb_slab *sl)
 {
-	size_t got = __uskb_objstack_pop(&sl->st, v, n);
 	size_t per = sl->size <= SLAB_PAGE ? SLAB_PAGE / sl->size : 0;
 	size_t pages = per ? (SLAB_OBJS + per - 1) / per : 0;
 	size_t total = per ? pages * per : SLAB_OBJS, i;
+	void *objs[2 * SLAB_OBJS]; /* total < SLAB_OBJS + per, and per <= SLAB_PAGE / 64 */
+	char *mem = uskb_should_fail() ? NULL :
+		    per ? aligned_alloc(SLAB_PAGE, pages * SLAB_PAGE) :
+			  aligned_alloc(USKB_CACHE_BYTES, SLAB_OBJS * sl->size);
 
-	while (got < n) {
-		void *objs[2 * SLAB_OBJS]; /* total < SLAB_OBJS + per, and per <= SLAB_PAGE / 64 */
-		char *mem = uskb_should_fail() ? NULL :
-			    per ? aligned_alloc(SLAB_PAGE, pages * SLAB_PAGE) :
-				  aligned_alloc(USKB_CACHE_BYTES, SLAB_OBJS * sl->size);
-
-		if (!mem)
-			break;
-		for (i = 0; i < total; i++) {
-			objs[i] = per ? mem + i / per * SLAB_PAGE + i % per * sl->size :
-					mem + i * sl->size;
-			uskb_mem_cached(objs[i], sl->size);
-		}
-		for (i = 0; per && per * sl->size < SLAB_PAGE && i < pages; i++)
-			uskb_mem_cached(mem + i * SLAB_PAGE + per * sl->size,
-					SLAB_PAGE - per * sl->size);
-		atomic_fetch_add_explicit(&sl->created, (int64_t)total, memory_order_relaxed);
-		__uskb_objstack_push(&sl->st, objs, total);
-		got += __uskb_objstack_pop(&sl->st, v + got, n - got);
+	if (!mem)
+		return false;
+	for (i = 0; i < total; i++) {
+		objs[i] = per ? mem + i / per * SLAB_PAGE + i % per * sl->size : mem + i * sl->size;
+		uskb_mem_cached(objs[i], sl->size);
 	}
+	for (i = 0; per && per * sl->size < SLAB_PAGE && i < pages; i++)
+		uskb_mem_cached(mem + i * SLAB_PAGE + per * sl->size, SLAB_PAGE - per * sl->size);
+	atomic_fetch_add_explicit(&sl->created, (int64_t)total, memory_order_relaxed);
+	__uskb_objstack_push(&sl->st, objs, total);
+	return true;
+}
+
+size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
+{
+	size_t got = __uskb_objstack_pop(&sl->st, v, n);
+
+	/* unlikely: the stack ran dry */
+	while (got < n && slab_carve(sl))
+		got += __uskb_objstack_pop(&sl->st, v + got, n - got);
 	return got;
 }
 
