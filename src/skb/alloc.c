@@ -275,7 +275,7 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	struct uskb_ready *r = &t->ready[c];
 	struct uskb *skb;
 	unsigned char *data;
-	bool drained = false, clean = false;
+	bool clean = false;
 
 	if (uskb_should_fail())
 		return NULL;
@@ -285,11 +285,8 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 	 * other threads deferred to us first (it refills the pairs without a
 	 * lock). Only here, so the fast path never reads the list's cache line.
 	 */
-	if (uskb_unlikely(!r->n && !t->nshell) &&
-	    uskb_defer_work(t)) {
+	if (uskb_unlikely(!r->n && !t->nshell) && uskb_defer_work(t))
 		__uskb_defer_drain_ahead(t);
-		drained = true;
-	}
 	/* likely: a pair freed on this thread, shell and head together */
 	if (uskb_likely(r->n)) {
 		skb = r->skb[--r->n];
@@ -297,8 +294,12 @@ static inline __attribute__((always_inline)) struct uskb *alloc_in_class(struct 
 		clean = uskb_clean_mark(skb);
 		goto init;
 	}
-	/* caches refill in bulk (not by a second drain step, which would waste the first's fetches) */
-	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t, !drained);
+	/*
+	 * Caches refill in bulk, and not by a second look at the list: an empty
+	 * shell cache here was empty above too, so the list was looked at (and
+	 * a second drain step would waste the first's fetches).
+	 */
+	skb = uskb_likely(t->nshell) ? t->shells[--t->nshell] : __uskb_shell_refill(t, false);
 	if (uskb_unlikely(!skb))
 		return NULL;
 	data = uskb_likely(kc->n) ? kc->obj[--kc->n] : __uskb_kbuf_refill(t, c);
