@@ -341,10 +341,14 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 {
 	struct uskb_ready *r;
 
-	if (!has_class(skb))
+	/*
+	 * The cache is tested once a clone (flags) has left, which it need not
+	 * wait for, and before the rest, which with the cache off is wasted.
+	 */
+	if (!has_class(skb) || (shell_flags(skb) & plain_flags_mask()) || !cache_on)
 		return false;
 	r = ready_of(t, skb->__kbuf_class);
-	return plain_in(r, skb) && ready_room_push(r, skb, cache_on);
+	return plain_in(r, skb) && ready_room_push(r, skb, true);
 }
 
 /* Release the data and the shell on this thread (the tail of __kfree_skb). */
