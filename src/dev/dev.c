@@ -289,7 +289,7 @@ int uskb_dev_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, 
 	uskb_count_add(&q->tx_bytes, bytes);
 	uskb_count_add(&q->tx_dropped, (uint64_t)dropped);
 	uskb_count_add(&q->tx_busy, (uint64_t)(n - ok - dropped));
-	__uskb_dev_tx_settle(q);
+	uskb_dev_tx_settle(q);
 	return ok;
 }
 
@@ -349,5 +349,5 @@ void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)
 		return;
 	dev->ops->flush(dev, queue);
 	if (dev->qstats)
-		__uskb_dev_tx_settle(&dev->qstats[queue]);
+		uskb_dev_tx_settle(&dev->qstats[queue]);
 }

@@ -86,6 +86,13 @@ USKB_HIDDEN void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, ui
 /* the lost frames leave tx_packets (uskb_dev_xmit and uskb_dev_flush, on their return) */
 USKB_HIDDEN void __uskb_dev_tx_settle(struct uskb_dev_stats *q);
 
+/* __uskb_dev_tx_settle() when frames were lost: no call on a transmit that lost none */
+static inline void uskb_dev_tx_settle(struct uskb_dev_stats *q)
+{
+	if (uskb_unlikely(q->__tx_unsent))
+		__uskb_dev_tx_settle(q);
+}
+
 /*
  * Drop @skb, a frame the device cannot send (@why says why): it is
  * consumed, its result is USKB_XMIT_DROP, and the device's last error says

@@ -195,8 +195,6 @@ void __uskb_dev_tx_lost(struct uskb_dev *dev, unsigned int queue, uint64_t frame
 
 void __uskb_dev_tx_settle(struct uskb_dev_stats *q)
 {
-	if (uskb_likely(!q->__tx_unsent))
-		return;
 	uskb_count_add(&q->tx_packets, -q->__tx_unsent);
 	uskb_count_add(&q->tx_bytes, -q->__tx_unsent_bytes);
 	q->__tx_unsent = q->__tx_unsent_bytes = 0;
