@@ -138,7 +138,7 @@ size_t __uskb_slab_get(struct uskb_slab *sl, void **v, size_t n)
 	size_t got = __uskb_objstack_pop(&sl->st, v, n);
 
 	/* unlikely: the stack ran dry */
-	while (got < n && slab_carve(sl))
+	while (uskb_unlikely(got < n) && slab_carve(sl))
 		got += __uskb_objstack_pop(&sl->st, v + got, n - got);
 	return got;
 }

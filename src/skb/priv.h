@@ -191,7 +191,7 @@ extern struct uskb_slab __uskb_shells USKB_HIDDEN;
 
 /*
  * caches empty: deferred skbs first (with @drain: the caller has not just
- * run a drain step), then a bulk from the slab; NULL when out of memory
+ * looked at its defer list), then a bulk from the slab; NULL when out of memory
  */
 USKB_HIDDEN struct uskb *__uskb_shell_refill(struct uskb_tls *t, bool drain);
 /* give all but @keep cached shells to the slab */

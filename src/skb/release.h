@@ -342,8 +342,8 @@ static inline __attribute__((always_inline)) bool free_plain(struct uskb_tls *t,
 	struct uskb_ready *r;
 
 	/*
-	 * The cache is tested once a clone (flags) has left, which it need not
-	 * wait for, and before the rest, which with the cache off is wasted.
+	 * The cache is tested after the flags, so that a clone leaves without
+	 * it, and before the rest, which would be wasted with the cache off.
 	 */
 	if (!has_class(skb) || (shell_flags(skb) & plain_flags_mask()) || !cache_on)
 		return false;
