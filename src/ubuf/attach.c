@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/uio.h>
 
 #include "ubuf/priv.h"
@@ -64,10 +63,15 @@ int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 	}
 	if ((unsigned int)uskb_tailroom(skb) < copy_len)
 		return -EMSGSIZE;
+	/*
+	 * malloc, and each descriptor written whole below, not memset: gcc
+	 * makes malloc + memset a calloc, which glibc 2.36 serves past its
+	 * per-thread cache (callgrind: 149 instructions a call against 41,
+	 * and the free after it 107 against 88).
+	 */
 	up = uskb_should_fail() ? NULL : malloc(sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
 	if (!up)
 		return -ENOMEM;
-	memset(up, 0, sizeof(*up) + (size_t)nfrags * sizeof(struct uskb_page));
 	up->n = (unsigned int)nfrags;
 	/* the head: the first copy_len bytes */
 	for (i = 0; i < iovcnt && done < copy_len; i++) {
@@ -95,11 +99,11 @@ int uskb_zerocopy_attach(struct uskb *skb, const struct iovec *iov, int iovcnt,
 		p = &up->pages[seg];
 		while (((size_t)USKB_PAGE_SIZE << order) < len)
 			order++;
+		*p = (struct uskb_page){ .flags = USKB_PG_EXTERNAL | USKB_PG_READONLY,
+					 .order = (uint8_t)order,
+					 .node = USKB_NO_NODE,
+					 .addr = iov[i].iov_base };
 		atomic_init(&p->refcount, 1); /* the ubuf's; never dropped */
-		p->flags = USKB_PG_EXTERNAL | USKB_PG_READONLY;
-		p->order = (uint8_t)order;
-		p->node = USKB_NO_NODE;
-		p->addr = iov[i].iov_base;
 		uskb_frag_fill_page_desc(&uskb_shinfo(skb)->frags[seg], p, (int)off, (int)(len - off));
 		skb->len += (unsigned int)(len - off);
 		skb->data_len += (unsigned int)(len - off);

@@ -110,18 +110,19 @@ static const struct uskb_ubuf_ops msgzc_ops = { .complete = msgzc_complete };
 
 static struct uskb_ubuf *msgzc_alloc(struct uskb_zc_sock *zs, size_t size)
 {
-	struct uskb_ubuf_msgzc *z = uskb_should_fail() ? NULL : calloc(1, sizeof(*z));
+	/* malloc and a whole-struct store: glibc's calloc skips its thread cache */
+	struct uskb_ubuf_msgzc *z = uskb_should_fail() ? NULL : malloc(sizeof(*z));
 
 	if (!z) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	*z = (struct uskb_ubuf_msgzc){ .id = atomic_fetch_add(&zs->zckey, 1),
+				       .len = 1,
+				       .zerocopy = true,
+				       .bytelen = (uint32_t)size,
+				       .zs = zs };
 	uskb_ubuf_init(&z->ubuf, &msgzc_ops, USKB_SKBFL_ZEROCOPY_FRAG | USKB_SKBFL_DONT_ORPHAN);
-	z->id = atomic_fetch_add(&zs->zckey, 1);
-	z->len = 1;
-	z->bytelen = (uint32_t)size;
-	z->zerocopy = true;
-	z->zs = zs;
 	atomic_fetch_add(&zs->refs, 1);
 	return &z->ubuf;
 }
