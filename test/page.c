@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mem layer: pages, orders, address lookup, pools, zero page, page_frag. */
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -233,9 +234,100 @@ static void test_window(void)
 	uskb_free(skb);
 }
 
+/* ---- per-thread page lists ---- */
+
+#define PCP_N 200
+
+struct pcp_arg {
+	struct uskb_page *p[PCP_N];
+	long long cached, pages;
+};
+
+static void *pcp_free_all(void *arg)
+{
+	struct pcp_arg *a = arg;
+	struct uskb_stats st = { .sz = sizeof(st) };
+	int i;
+
+	for (i = 0; i < PCP_N; i++)
+		uskb_page_put(a->p[i]);
+	uskb_stats_get(&st);
+	a->cached = st.pages_cached;
+	a->pages = st.pages;
+	return NULL;
+}
+
+static void test_page_lists(void)
+{
+	struct uskb_stats st0 = { .sz = sizeof(st0) }, st = { .sz = sizeof(st) };
+	struct pcp_arg *a = calloc(1, sizeof(*a));
+	struct uskb_page *p, *q;
+	long long mine;
+	pthread_t th;
+	int i;
+
+	if (!a)
+		abort();
+	uskb_thread_flush();
+	uskb_stats_get(&st0);
+	CHECK_EQ(st0.pages_cached, 0);
+	/* a freed block stays with the thread, free, and comes back first */
+	p = uskb_page_alloc(0);
+	uskb_page_put(p);
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages, st0.pages);
+	CHECK(st.pages_cached >= 1);
+	q = uskb_page_alloc(0);
+	CHECK(q == p);
+	CHECK_EQ(uskb_page_ref_count(q), 1);
+	uskb_page_put(q);
+	/* node-bound blocks do not enter the lists */
+	uskb_stats_get(&st0);
+	p = uskb_page_alloc_node(1, 0);
+	CHECK(p && p->node == 0);
+	uskb_page_put(p);
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages_cached, st0.pages_cached);
+	CHECK_EQ(st.pages, st0.pages);
+
+	/* another thread frees 200 blocks: its list stays bounded, and its exit returns it */
+	for (i = 0; i < PCP_N; i++) {
+		a->p[i] = uskb_page_alloc(0);
+		CHECK(a->p[i]);
+		if (!a->p[i])
+			abort();
+	}
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages, st0.pages + PCP_N);
+	mine = st.pages_cached;
+	CHECK(pthread_create(&th, NULL, pcp_free_all, a) == 0);
+	pthread_join(th, NULL);
+	CHECK_EQ(a->pages, st0.pages);
+	CHECK(a->cached > mine && a->cached - mine <= 64);
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages_cached, mine);
+	CHECK_EQ(st.pages, st0.pages);
+	/* and the returned blocks are whole: every one allocates again, unshared */
+	for (i = 0; i < PCP_N; i++) {
+		a->p[i] = uskb_page_alloc(0);
+		CHECK(a->p[i] && uskb_page_ref_count(a->p[i]) == 1);
+	}
+	for (i = 0; i < PCP_N; i++)
+		for (int j = i + 1; j < PCP_N; j++)
+			CHECK(a->p[i] != a->p[j]);
+	for (i = 0; i < PCP_N; i++)
+		uskb_page_put(a->p[i]);
+	uskb_thread_flush();
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.pages, st0.pages);
+	free(a);
+}
+
 int main(void)
 {
 	test_pages();
+	test_page_lists();
 	test_pool();
 	test_zero_page();
 	test_page_frag();

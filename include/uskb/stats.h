@@ -40,6 +40,8 @@ struct uskb_stats {
 	uint64_t direct_frees;	   /**< skbs another thread freed itself (cap, fclone, zero-copy, owner gone) */
 	int64_t defer_pending;	   /**< deferred skbs not yet drained */
 	int64_t threads;	   /**< threads with a cache */
+	/* added 2026-12-04: older callers' sz ends before it */
+	int64_t pages_cached;	   /**< free page blocks held by threads' page lists (not in pages) */
 };
 
 /**
@@ -52,9 +54,9 @@ USKB_API int uskb_stats_get(struct uskb_stats *st);
 USKB_API void uskb_stats_print(void *f);
 
 /**
- * Return this thread's cached objects (skb shells, page_frag block) to the
- * global pools, so the live counters read exact. Threads do this
- * automatically when they exit.
+ * Return this thread's cached objects (skb shells, page_frag block, free
+ * pages) to the global pools, so the live counters read exact. Threads do
+ * this automatically when they exit.
  */
 USKB_API void uskb_thread_flush(void);
 

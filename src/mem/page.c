@@ -197,6 +197,149 @@ static int arena_grow(unsigned int order, int node)
 	return 0;
 }
 
+/*
+ * Per-thread page lists (the page allocator's per-CPU lists): a thread keeps
+ * up to PCP_HIGH(order) free blocks of each order up to PCP_MAX_ORDER that
+ * are bound to no node, and moves them to and from the arenas' lists a
+ * batch at a time under mem.lock. A thread that frees and allocates such
+ * blocks touches no lock. Blocks another thread frees go to its own list.
+ *
+ * Only the owner touches its lists; n is written by the owner and read by
+ * uskb_stats_get() (relaxed: the counters are exact when the thread is
+ * quiet). The registry of lists is under mem.lock; a list leaves it when
+ * its thread exits, giving its blocks back, and the thread's later frees
+ * (other destructors) go to the arenas.
+ */
+#define PCP_MAX_ORDER 3
+#define PCP_HIGH(order) (64u >> (order)) /* 256 KiB per order */
+
+enum { PCP_NEW, PCP_LIVE, PCP_DEAD };
+
+struct pcp {
+	struct uskb_page *list[PCP_MAX_ORDER + 1];
+	atomic_uint n[PCP_MAX_ORDER + 1];
+	int state;
+	struct pcp *next; /* registry, under mem.lock */
+};
+
+static __thread struct pcp pcp;
+static struct pcp *pcps; /* under mem.lock */
+static pthread_key_t pcp_key;
+static pthread_once_t pcp_once = PTHREAD_ONCE_INIT;
+static int pcp_key_err;
+
+static void pcp_drain(struct pcp *c);
+
+static void pcp_thread_exit(void *arg)
+{
+	struct pcp *c = arg, **pp;
+
+	pcp_drain(c);
+	pthread_mutex_lock(&mem.lock);
+	for (pp = &pcps; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&mem.lock);
+	c->state = PCP_DEAD;
+}
+
+static void pcp_key_init(void)
+{
+	pcp_key_err = pthread_key_create(&pcp_key, pcp_thread_exit);
+}
+
+/* Make this thread's lists usable: true unless the thread is exiting (or no key). */
+static bool pcp_register(void)
+{
+	if (pcp.state != PCP_NEW)
+		return pcp.state == PCP_LIVE;
+	pthread_once(&pcp_once, pcp_key_init);
+	if (pcp_key_err || pthread_setspecific(pcp_key, &pcp)) {
+		pcp.state = PCP_DEAD;
+		return false;
+	}
+	pthread_mutex_lock(&mem.lock);
+	pcp.next = pcps;
+	pcps = &pcp;
+	pthread_mutex_unlock(&mem.lock);
+	pcp.state = PCP_LIVE;
+	return true;
+}
+
+static bool pcp_takes(unsigned int order, int node)
+{
+	return order <= PCP_MAX_ORDER && node < 0 &&
+	       (uskb_likely(pcp.state == PCP_LIVE) || pcp_register());
+}
+
+/* Up to a quarter of the list's bound from the arenas (mapping one if need be); false + errno. */
+static bool pcp_refill(unsigned int order)
+{
+	struct uskb_page **head = &mem.free[order][0], *first, *last;
+	unsigned int k = 1, want = PCP_HIGH(order) / 4;
+
+	pthread_mutex_lock(&mem.lock);
+	if (!*head) {
+		int err = arena_grow(order, USKB_NO_NODE);
+
+		if (err) {
+			pthread_mutex_unlock(&mem.lock);
+			errno = -err;
+			return false;
+		}
+	}
+	/* a run off the top keeps the blocks in address order */
+	first = last = *head;
+	while (k < want && last->next) {
+		last = last->next;
+		k++;
+	}
+	*head = last->next;
+	mem.in_use[order] += k;
+	pthread_mutex_unlock(&mem.lock);
+	last->next = pcp.list[order];
+	pcp.list[order] = first;
+	atomic_store_explicit(&pcp.n[order], atomic_load_explicit(&pcp.n[order],
+		memory_order_relaxed) + k, memory_order_relaxed);
+	return true;
+}
+
+/* The top @k blocks of @c's list of @order back to the arenas. */
+static void pcp_spill(struct pcp *c, unsigned int order, unsigned int k)
+{
+	struct uskb_page *first = c->list[order], *last = first;
+	unsigned int i;
+
+	if (!k)
+		return;
+	for (i = 1; i < k; i++)
+		last = last->next;
+	c->list[order] = last->next;
+	atomic_store_explicit(&c->n[order], atomic_load_explicit(&c->n[order],
+		memory_order_relaxed) - k, memory_order_relaxed);
+	pthread_mutex_lock(&mem.lock);
+	last->next = mem.free[order][0];
+	mem.free[order][0] = first;
+	mem.in_use[order] -= k;
+	pthread_mutex_unlock(&mem.lock);
+}
+
+static void pcp_drain(struct pcp *c)
+{
+	unsigned int o;
+
+	for (o = 0; o <= PCP_MAX_ORDER; o++)
+		pcp_spill(c, o, atomic_load_explicit(&c->n[o], memory_order_relaxed));
+}
+
+void __uskb_pcp_flush(void)
+{
+	if (pcp.state == PCP_LIVE)
+		pcp_drain(&pcp);
+}
+
 struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 {
 	struct uskb_page *p;
@@ -207,6 +350,18 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 		return NULL;
 	}
 
+	if (pcp_takes(order, node)) {
+		p = pcp.list[order];
+		if (uskb_unlikely(!p)) {
+			if (!pcp_refill(order))
+				return NULL;
+			p = pcp.list[order];
+		}
+		pcp.list[order] = p->next;
+		atomic_store_explicit(&pcp.n[order], atomic_load_explicit(&pcp.n[order],
+			memory_order_relaxed) - 1, memory_order_relaxed);
+		goto out;
+	}
 	pthread_mutex_lock(&mem.lock);
 	p = mem.free[order][slot];
 	if (!p) {
@@ -222,7 +377,7 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 	mem.free[order][slot] = p->next;
 	mem.in_use[order]++;
 	pthread_mutex_unlock(&mem.lock);
-
+out:
 	p->next = NULL;
 	p->flags = 0;
 	p->pp = NULL;
@@ -236,10 +391,24 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 
 void __uskb_arena_free(struct uskb_page *p)
 {
+	unsigned int order = p->order;
+
 	atomic_store_explicit(&p->refcount, 0, memory_order_relaxed);
 	p->pp = NULL;
 	p->flags = 0;
 	uskb_mem_cached(p->addr, uskb_page_size(p));
+	if (pcp_takes(order, p->node)) {
+		unsigned int n = atomic_load_explicit(&pcp.n[order], memory_order_relaxed);
+
+		if (uskb_unlikely(n >= PCP_HIGH(order))) {
+			pcp_spill(&pcp, order, PCP_HIGH(order) / 2);
+			n -= PCP_HIGH(order) / 2;
+		}
+		p->next = pcp.list[order];
+		pcp.list[order] = p;
+		atomic_store_explicit(&pcp.n[order], n + 1, memory_order_relaxed);
+		return;
+	}
 	pthread_mutex_lock(&mem.lock);
 	p->next = mem.free[p->order][node_slot(p->node)];
 	mem.free[p->order][node_slot(p->node)] = p;
@@ -395,9 +564,17 @@ void __uskb_page_stats(struct uskb_stats *st)
 
 	pthread_mutex_lock(&mem.lock);
 	st->pages = 0;
+	st->pages_cached = 0;
 	for (i = 0; i <= USKB_PAGE_MAX_ORDER; i++) {
-		st->pages_by_order[i] = mem.in_use[i];
-		st->pages += mem.in_use[i];
+		int64_t cached = 0;
+		const struct pcp *c;
+
+		if (i <= PCP_MAX_ORDER)
+			for (c = pcps; c; c = c->next)
+				cached += atomic_load_explicit(&c->n[i], memory_order_relaxed);
+		st->pages_by_order[i] = mem.in_use[i] - cached;
+		st->pages += mem.in_use[i] - cached;
+		st->pages_cached += cached;
 	}
 	st->arena_bytes = mem.arena_bytes;
 	st->zero_page_refs = 0;

@@ -262,7 +262,7 @@ static void pp_tcache_release(struct pp_tcache *tc)
 		pool_free(pool);
 }
 
-/* Return this thread's cached pool pages. */
+/* Return this thread's cached pool pages, then its free page lists (which those may feed). */
 void __uskb_page_thread_flush(void)
 {
 	int i;
@@ -270,6 +270,7 @@ void __uskb_page_thread_flush(void)
 	for (i = 0; i < PP_TCACHES; i++)
 		if (pp_tc[i].pool)
 			pp_tcache_release(&pp_tc[i]);
+	__uskb_pcp_flush();
 }
 
 void uskb_page_pool_destroy(struct uskb_page_pool *pool)

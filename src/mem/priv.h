@@ -29,8 +29,10 @@ USKB_HIDDEN void __uskb_frag_stats(struct uskb_stats *st);
 
 /* the mem layer's share of uskb_stats_get() */
 USKB_HIDDEN void __uskb_page_stats(struct uskb_stats *st);
-/* return the calling thread's page-pool caches */
+/* return the calling thread's page-pool caches, then its free page lists */
 USKB_HIDDEN void __uskb_page_thread_flush(void);
+/* return the calling thread's free page lists to the arenas */
+USKB_HIDDEN void __uskb_pcp_flush(void);
 
 /*
  * A stack of free objects of one size that grows through the objects

@@ -216,6 +216,8 @@ void uskb_thread_flush(void)
 		__uskb_tls_fallback_put(fb);
 	else
 		return_caches(t);
+	/* last: the pages those frees released (and a thread with no skb state has cached) */
+	__uskb_page_thread_flush();
 }
 
 /* Fold every slot's counters into @sum; the live threads and pending deferred skbs. */

@@ -60,6 +60,7 @@ void uskb_stats_print(void *fp)
 		if (st.pages_by_order[i])
 			fprintf(f, " o%d=%lld", i, (long long)st.pages_by_order[i]);
 	fprintf(f, "\nslab_pages      %lld\n", (long long)st.slab_pages);
+	fprintf(f, "pages_cached    %lld\n", (long long)st.pages_cached);
 	fprintf(f, "pool_pages_idle %lld\n", (long long)st.pool_pages_idle);
 	fprintf(f, "pools           %lld\n", (long long)st.pools);
 	fprintf(f, "frag_cache_pages %lld\n", (long long)st.frag_cache_pages);
