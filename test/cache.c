@@ -466,6 +466,7 @@ static void test_clean_here(void)
 	pg = uskb_page_alloc(0);
 	CHECK(pg != NULL);
 	uskb_fill_page_desc(a, 0, pg, 0, 100);
+	CHECK(!clean(a)); /* the frag writer's own store */
 	a->len += 100;
 	a->data_len += 100;
 	uskb_free(a);
@@ -482,6 +483,9 @@ static void test_clean_here(void)
 		CHECK(b && clean(b) && planted(b) == 0 && !b->cloned);
 		CHECK_EQ(atomic_load(&__uskb_shinfo_peek(b)->dataref), 1);
 	}
+	/* the frag_list writer clears it too */
+	uskb_frag_list_init(b);
+	CHECK(!clean(b));
 	uskb_free(b);
 }
 
