@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/ethtool.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 
 #include "dev/priv.h"
@@ -43,6 +45,41 @@ int __uskb_dev_probe_ether(struct uskb_dev *dev, int fd, const char *type, const
 		return __uskb_dev_fail(errno, "%s:%s: %s", type, ifname, strerror(errno));
 	dev->ifindex = (unsigned int)ifr.ifr_ifindex;
 	return 0;
+}
+
+unsigned int __uskb_dev_min_mtu(unsigned int ifindex)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+	} req = {
+		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = RTM_GETLINK, .nlmsg_flags = NLM_F_REQUEST,
+			.nlmsg_seq = 1 },
+		.ifi = { .ifi_family = AF_UNSPEC, .ifi_index = (int)ifindex },
+	};
+	union {
+		struct nlmsghdr nh;
+		char buf[16384];
+	} ans;
+	unsigned int min = 0;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	if (send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) &&
+	    (n = recv(fd, &ans, sizeof(ans), 0)) > 0 && NLMSG_OK(&ans.nh, (size_t)n) &&
+	    ans.nh.nlmsg_type == RTM_NEWLINK) {
+		struct ifinfomsg *ifi = NLMSG_DATA(&ans.nh);
+		struct rtattr *a = IFLA_RTA(ifi);
+		unsigned int left = IFLA_PAYLOAD(&ans.nh);
+
+		for (; RTA_OK(a, left); a = RTA_NEXT(a, left))
+			if (a->rta_type == IFLA_MIN_MTU && RTA_PAYLOAD(a) == sizeof(uint32_t))
+				memcpy(&min, RTA_DATA(a), sizeof(min));
+	}
+	close(fd);
+	return min;
 }
 
 void __uskb_dev_rx_skb(struct uskb_dev *dev, struct uskb *skb)
