@@ -324,10 +324,92 @@ static void test_page_lists(void)
 	free(a);
 }
 
+/* a thread that leaves with every cache in use: skbs, page_frag heads, page lists */
+static void *pcp_busy_exit(void *arg)
+{
+	struct uskb *v[64];
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 64; i++) {
+		struct uskb_page *pg = uskb_page_alloc(0);
+
+		v[i] = i & 1 ? uskb_dev_alloc(200) : uskb_alloc(200);
+		if (!v[i] || !pg)
+			abort();
+		uskb_add_rx_frag(v[i], 0, pg, 0, 100, USKB_PAGE_SIZE);
+	}
+	for (i = 0; i < 64; i++)
+		uskb_free(v[i]); /* the pages to this thread's list, the rest to its caches */
+	return NULL;
+}
+
+static pthread_barrier_t pcp_bar;
+
+/* frees its pages, then waits through the parent's fork */
+static void *pcp_hold(void *arg)
+{
+	struct pcp_arg *a = arg;
+	int i;
+
+	for (i = 0; i < PCP_N; i++)
+		uskb_page_put(a->p[i]);
+	pthread_barrier_wait(&pcp_bar);
+	pthread_barrier_wait(&pcp_bar);
+	return NULL;
+}
+
+static void test_page_lists_exit_fork(void)
+{
+	struct uskb_stats st0 = { .sz = sizeof(st0) }, st = { .sz = sizeof(st) };
+	struct pcp_arg *a = calloc(1, sizeof(*a));
+	pthread_t th;
+	pid_t pid;
+	int i, status;
+
+	if (!a)
+		abort();
+	uskb_thread_flush();
+	uskb_stats_get(&st0);
+	/* its exit's destructors, in whatever order, leave nothing on any list */
+	CHECK(pthread_create(&th, NULL, pcp_busy_exit, NULL) == 0);
+	pthread_join(th, NULL);
+	uskb_stats_get(&st);
+	CHECK_EQ(st.pages_cached, st0.pages_cached);
+	/* (blocks carved into heads stay with the slab) */
+	CHECK_EQ(st.pages - st.slab_pages, st0.pages - st0.slab_pages);
+	CHECK(uskb_stats_all_freed());
+
+	/* a fork's child gets back the lists of threads it does not have */
+	for (i = 0; i < PCP_N; i++)
+		if (!(a->p[i] = uskb_page_alloc(0)))
+			abort();
+	pthread_barrier_init(&pcp_bar, NULL, 2);
+	CHECK(pthread_create(&th, NULL, pcp_hold, a) == 0);
+	pthread_barrier_wait(&pcp_bar);
+	uskb_stats_get(&st0);
+	CHECK(st0.pages_cached > 0);
+	pid = fork();
+	if (pid == 0) {
+		struct uskb_stats c = { .sz = sizeof(c) };
+
+		uskb_thread_flush();
+		uskb_stats_get(&c);
+		_exit(c.pages_cached == 0 && c.pages == st0.pages ? 0 : 1);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	pthread_barrier_wait(&pcp_bar);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&pcp_bar);
+	free(a);
+}
+
 int main(void)
 {
 	test_pages();
 	test_page_lists();
+	test_page_lists_exit_fork();
 	test_pool();
 	test_zero_page();
 	test_page_frag();

@@ -76,7 +76,8 @@ static struct {
 	/*
 	 * Held while the zero pages' protection changes: their creation, and
 	 * a pin of the window (which may fault in and pin a GiB: not under
-	 * mem.lock, which every page allocation takes).
+	 * mem.lock, which page allocations take whenever a thread's list is
+	 * empty or full).
 	 */
 	pthread_mutex_t pin_lock;
 } win = { .pin_lock = PTHREAD_MUTEX_INITIALIZER };
@@ -204,26 +205,27 @@ static int arena_grow(unsigned int order, int node)
  * batch at a time under mem.lock. A thread that frees and allocates such
  * blocks touches no lock. Blocks another thread frees go to its own list.
  *
- * Only the owner touches its lists; n is written by the owner and read by
- * uskb_stats_get() (relaxed: the counters are exact when the thread is
- * quiet). The registry of lists is under mem.lock; a list leaves it when
- * its thread exits, giving its blocks back, and the thread's later frees
- * (other destructors) go to the arenas.
+ * Each thread's lists are a record that is never freed: the records form a
+ * registry under mem.lock, a thread takes a free one (or makes one) at its
+ * first page operation and gives it back, empty, when it exits; its later
+ * frees (other destructors) go to the arenas. Only the owner touches its
+ * lists; n is written by the owner (relaxed) and read by uskb_stats_get(),
+ * and every change to n that moves blocks to or from the arenas is made
+ * under mem.lock with in_use's, so the counters never see a block twice.
  */
 #define PCP_MAX_ORDER 3
 #define PCP_HIGH(order) (64u >> (order)) /* 256 KiB per order */
 
-enum { PCP_NEW, PCP_LIVE, PCP_DEAD };
-
 struct pcp {
 	struct uskb_page *list[PCP_MAX_ORDER + 1];
 	atomic_uint n[PCP_MAX_ORDER + 1];
-	int state;
-	struct pcp *next; /* registry, under mem.lock */
+	bool live;	  /* a thread owns it; under mem.lock */
+	struct pcp *next; /* the registry, under mem.lock */
 };
 
-static __thread struct pcp pcp;
-static struct pcp *pcps; /* under mem.lock */
+static __thread struct pcp *pcp_mine __attribute__((tls_model("initial-exec")));
+static __thread bool pcp_dead; /* exiting, or no lists to be had: the arenas only */
+static struct pcp *pcps;       /* every record made; under mem.lock */
 static pthread_key_t pcp_key;
 static pthread_once_t pcp_once = PTHREAD_ONCE_INIT;
 static int pcp_key_err;
@@ -232,50 +234,120 @@ static void pcp_drain(struct pcp *c);
 
 static void pcp_thread_exit(void *arg)
 {
-	struct pcp *c = arg, **pp;
+	struct pcp *c = arg;
 
 	pcp_drain(c);
+	pcp_mine = NULL;
+	pcp_dead = true;
 	pthread_mutex_lock(&mem.lock);
-	for (pp = &pcps; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
+	c->live = false;
 	pthread_mutex_unlock(&mem.lock);
-	c->state = PCP_DEAD;
+}
+
+/*
+ * A fork's child has one thread: the other threads' lists go back to the
+ * arenas. (mem.lock is taken around the fork, so no list is half moved.)
+ */
+static void pcp_fork_prepare(void)
+{
+	pthread_mutex_lock(&mem.lock);
+}
+
+static void pcp_fork_parent(void)
+{
+	pthread_mutex_unlock(&mem.lock);
+}
+
+static void pcp_fork_child(void)
+{
+	struct pcp *c;
+	unsigned int o;
+
+	for (c = pcps; c; c = c->next) {
+		if (!c->live || c == pcp_mine)
+			continue;
+		for (o = 0; o <= PCP_MAX_ORDER; o++) {
+			struct uskb_page *b = c->list[o], *next;
+
+			for (; b; b = next) {
+				next = b->next;
+				b->next = mem.free[o][0];
+				mem.free[o][0] = b;
+			}
+			mem.in_use[o] -= atomic_load_explicit(&c->n[o], memory_order_relaxed);
+			c->list[o] = NULL;
+			atomic_store_explicit(&c->n[o], 0, memory_order_relaxed);
+		}
+		c->live = false;
+	}
+	pthread_mutex_unlock(&mem.lock);
 }
 
 static void pcp_key_init(void)
 {
 	pcp_key_err = pthread_key_create(&pcp_key, pcp_thread_exit);
+	if (!pcp_key_err)
+		pthread_atfork(pcp_fork_prepare, pcp_fork_parent, pcp_fork_child);
 }
 
-/* Make this thread's lists usable: true unless the thread is exiting (or no key). */
-static bool pcp_register(void)
+/* This thread's lists, taken at its first page operation; NULL once it exits (or none to be had). */
+static struct pcp *pcp_register(void)
 {
-	if (pcp.state != PCP_NEW)
-		return pcp.state == PCP_LIVE;
+	struct pcp *c;
+
+	if (pcp_dead)
+		return NULL;
 	pthread_once(&pcp_once, pcp_key_init);
-	if (pcp_key_err || pthread_setspecific(pcp_key, &pcp)) {
-		pcp.state = PCP_DEAD;
-		return false;
+	if (pcp_key_err) {
+		pcp_dead = true;
+		return NULL;
 	}
 	pthread_mutex_lock(&mem.lock);
-	pcp.next = pcps;
-	pcps = &pcp;
+	for (c = pcps; c && c->live; c = c->next)
+		;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		c->next = pcps;
+		pcps = c;
+	}
+	if (c)
+		c->live = true;
 	pthread_mutex_unlock(&mem.lock);
-	pcp.state = PCP_LIVE;
-	return true;
+	if (c && pthread_setspecific(pcp_key, c)) {
+		pthread_mutex_lock(&mem.lock);
+		c->live = false;
+		pthread_mutex_unlock(&mem.lock);
+		c = NULL;
+	}
+	if (!c) {
+		pcp_dead = true;
+		return NULL;
+	}
+	pcp_mine = c;
+	return c;
 }
 
-static bool pcp_takes(unsigned int order, int node)
+/* The lists a block of @order bound to @node goes through, or NULL: the arenas directly. */
+static inline struct pcp *pcp_of(unsigned int order, int node)
 {
-	return order <= PCP_MAX_ORDER && node < 0 &&
-	       (uskb_likely(pcp.state == PCP_LIVE) || pcp_register());
+	struct pcp *c = pcp_mine;
+
+	if (order > PCP_MAX_ORDER || node >= 0)
+		return NULL;
+	return uskb_likely(c) ? c : pcp_register();
+}
+
+static inline void pcp_count(struct pcp *c, unsigned int order, unsigned int n)
+{
+	atomic_store_explicit(&c->n[order], n, memory_order_relaxed);
+}
+
+static inline unsigned int pcp_n(struct pcp *c, unsigned int order)
+{
+	return atomic_load_explicit(&c->n[order], memory_order_relaxed);
 }
 
 /* Up to a quarter of the list's bound from the arenas (mapping one if need be); false + errno. */
-static bool pcp_refill(unsigned int order)
+static bool pcp_refill(struct pcp *c, unsigned int order)
 {
 	struct uskb_page **head = &mem.free[order][0], *first, *last;
 	unsigned int k = 1, want = PCP_HIGH(order) / 4;
@@ -298,11 +370,10 @@ static bool pcp_refill(unsigned int order)
 	}
 	*head = last->next;
 	mem.in_use[order] += k;
+	pcp_count(c, order, pcp_n(c, order) + k);
 	pthread_mutex_unlock(&mem.lock);
-	last->next = pcp.list[order];
-	pcp.list[order] = first;
-	atomic_store_explicit(&pcp.n[order], atomic_load_explicit(&pcp.n[order],
-		memory_order_relaxed) + k, memory_order_relaxed);
+	last->next = c->list[order];
+	c->list[order] = first;
 	return true;
 }
 
@@ -317,12 +388,11 @@ static void pcp_spill(struct pcp *c, unsigned int order, unsigned int k)
 	for (i = 1; i < k; i++)
 		last = last->next;
 	c->list[order] = last->next;
-	atomic_store_explicit(&c->n[order], atomic_load_explicit(&c->n[order],
-		memory_order_relaxed) - k, memory_order_relaxed);
 	pthread_mutex_lock(&mem.lock);
 	last->next = mem.free[order][0];
 	mem.free[order][0] = first;
 	mem.in_use[order] -= k;
+	pcp_count(c, order, pcp_n(c, order) - k);
 	pthread_mutex_unlock(&mem.lock);
 }
 
@@ -331,18 +401,19 @@ static void pcp_drain(struct pcp *c)
 	unsigned int o;
 
 	for (o = 0; o <= PCP_MAX_ORDER; o++)
-		pcp_spill(c, o, atomic_load_explicit(&c->n[o], memory_order_relaxed));
+		pcp_spill(c, o, pcp_n(c, o));
 }
 
 void __uskb_pcp_flush(void)
 {
-	if (pcp.state == PCP_LIVE)
-		pcp_drain(&pcp);
+	if (pcp_mine)
+		pcp_drain(pcp_mine);
 }
 
 struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 {
 	struct uskb_page *p;
+	struct pcp *c;
 	int slot = node_slot(node);
 
 	if (uskb_should_fail()) {
@@ -350,16 +421,16 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 		return NULL;
 	}
 
-	if (pcp_takes(order, node)) {
-		p = pcp.list[order];
+	c = pcp_of(order, node);
+	if (c) {
+		p = c->list[order];
 		if (uskb_unlikely(!p)) {
-			if (!pcp_refill(order))
+			if (!pcp_refill(c, order))
 				return NULL;
-			p = pcp.list[order];
+			p = c->list[order];
 		}
-		pcp.list[order] = p->next;
-		atomic_store_explicit(&pcp.n[order], atomic_load_explicit(&pcp.n[order],
-			memory_order_relaxed) - 1, memory_order_relaxed);
+		c->list[order] = p->next;
+		pcp_count(c, order, pcp_n(c, order) - 1);
 		goto out;
 	}
 	pthread_mutex_lock(&mem.lock);
@@ -391,28 +462,29 @@ out:
 
 void __uskb_arena_free(struct uskb_page *p)
 {
-	unsigned int order = p->order;
+	unsigned int order = p->order, n;
+	struct pcp *c;
 
 	atomic_store_explicit(&p->refcount, 0, memory_order_relaxed);
 	p->pp = NULL;
 	p->flags = 0;
 	uskb_mem_cached(p->addr, uskb_page_size(p));
-	if (pcp_takes(order, p->node)) {
-		unsigned int n = atomic_load_explicit(&pcp.n[order], memory_order_relaxed);
-
+	c = pcp_of(order, p->node);
+	if (c) {
+		n = pcp_n(c, order);
 		if (uskb_unlikely(n >= PCP_HIGH(order))) {
-			pcp_spill(&pcp, order, PCP_HIGH(order) / 2);
+			pcp_spill(c, order, PCP_HIGH(order) / 2);
 			n -= PCP_HIGH(order) / 2;
 		}
-		p->next = pcp.list[order];
-		pcp.list[order] = p;
-		atomic_store_explicit(&pcp.n[order], n + 1, memory_order_relaxed);
+		p->next = c->list[order];
+		c->list[order] = p;
+		pcp_count(c, order, n + 1);
 		return;
 	}
 	pthread_mutex_lock(&mem.lock);
-	p->next = mem.free[p->order][node_slot(p->node)];
-	mem.free[p->order][node_slot(p->node)] = p;
-	mem.in_use[p->order]--;
+	p->next = mem.free[order][node_slot(p->node)];
+	mem.free[order][node_slot(p->node)] = p;
+	mem.in_use[order]--;
 	pthread_mutex_unlock(&mem.lock);
 }
 
@@ -567,11 +639,11 @@ void __uskb_page_stats(struct uskb_stats *st)
 	st->pages_cached = 0;
 	for (i = 0; i <= USKB_PAGE_MAX_ORDER; i++) {
 		int64_t cached = 0;
-		const struct pcp *c;
+		struct pcp *c;
 
 		if (i <= PCP_MAX_ORDER)
 			for (c = pcps; c; c = c->next)
-				cached += atomic_load_explicit(&c->n[i], memory_order_relaxed);
+				cached += pcp_n(c, (unsigned int)i);
 		st->pages_by_order[i] = mem.in_use[i] - cached;
 		st->pages += mem.in_use[i] - cached;
 		st->pages_cached += cached;

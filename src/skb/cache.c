@@ -153,13 +153,12 @@ static void fallback_counters(int64_t *sum)
 	pthread_mutex_unlock(&fallback_lock);
 }
 
-/* Return everything this thread caches to the slab and the page allocator. */
+/* Return this thread's skb caches to the slab (the pages they release: its callers, last). */
 static void flush_caches(struct uskb_tls *t)
 {
 	__uskb_defer_drain(t, t);
 	return_caches(t);
 	uskb_page_frag_cache_drain(&t->frag);
-	__uskb_page_thread_flush();
 }
 
 /*
@@ -172,6 +171,7 @@ void __uskb_tls_release(struct uskb_tls *t)
 {
 	atomic_store_explicit(&t->alive, false, memory_order_release);
 	flush_caches(t);
+	__uskb_page_thread_flush();
 	/*
 	 * The eventfd stays with the slot (a pusher may be about to write it:
 	 * closing it could let the number name another file); the next thread
