@@ -62,6 +62,7 @@ struct ptx {
 	unsigned int vnet;    /* bytes of virtio-net header before each frame: 0 or 10 */
 	unsigned int pending; /* frames handed to the ring since the last send() */
 	unsigned int longest; /* the longest frame the ring has held */
+	unsigned int ring_mtu; /* the highest MTU a frame in the ring was let in under since the last check */
 	unsigned int fits_all; /* no MTU the interface takes refuses a frame this long (0: unknown) */
 	struct uskb_dev_link link; /* the interface as this queue last saw it */
 };
@@ -219,9 +220,10 @@ static int packet_open(struct uskb_dev *dev, const char *arg)
 	}
 	err = __uskb_dev_probe_ether(dev, p->tx[0].fd, "packet", ifname);
 	p->mtu = dev->mtu;
-	min_mtu = __uskb_dev_min_mtu((unsigned int)ifindex);
+	/* the ring's MTU check needs it (a socket that sends with sendmmsg() is checked by the kernel) */
+	min_mtu = err || p->mmsg ? 0 : __uskb_dev_min_mtu((unsigned int)ifindex);
 	for (q = 0; q < nq; q++) {
-		p->tx[q].link.mtu = dev->mtu;
+		p->tx[q].link.mtu = p->tx[q].ring_mtu = dev->mtu;
 		p->tx[q].fits_all = min_mtu ? min_mtu + 14 : 0;
 	}
 	p->rx_link.mtu = dev->mtu;
@@ -381,10 +383,18 @@ static bool ring_recover(struct packet_priv *p, struct ptx *t, bool gone)
  */
 static void ring_mtu_check(struct packet_priv *p, struct ptx *t)
 {
-	unsigned int old = t->link.mtu, k = 0, r = t->cur;
+	unsigned int old = t->ring_mtu, k = 0, r = t->cur;
 
 	/* asked by index, so a renamed interface is still ours; gone, it is down */
-	if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_MTU) || t->link.mtu >= old)
+	if (__uskb_dev_link_check(p->dev, t->fd, &t->link, USKB_LINK_MTU))
+		return;
+	/*
+	 * Against the highest MTU a waiting frame was let in under, not the
+	 * link's last look: the device's 100-ms look may have seen the fall
+	 * first, after frames were let in under the old MTU.
+	 */
+	t->ring_mtu = t->link.mtu;
+	if (t->link.mtu >= old)
 		return;
 	/* the waiting run: the slots before cur the kernel has not taken yet */
 	while (k < t->frame_nr) {
@@ -493,6 +503,8 @@ static void ring_xmit(struct packet_priv *p, struct ptx *t, struct uskb **skbs, 
 		uskb_copy_bits(skb, 0, at, (int)skb->len);
 		if (uskb_unlikely(skb->len > t->longest))
 			t->longest = skb->len;
+		if (uskb_unlikely(t->link.mtu > t->ring_mtu))
+			t->ring_mtu = t->link.mtu; /* (too_long() let it in under this one) */
 		h->tp_len = skb->len + t->vnet;
 		__atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
 		t->cur = next_slot(t, t->cur);

@@ -40,6 +40,12 @@ USKB_HIDDEN bool __uskb_dev_too_long(unsigned int mtu, const struct uskb *skb);
 USKB_HIDDEN bool __uskb_dev_frame_too_long(unsigned int mtu, const unsigned char type[2],
 					   unsigned int len);
 
+/*
+ * The smallest MTU the interface @ifindex takes (rtnetlink's IFLA_MIN_MTU),
+ * asked in the caller's network namespace; 0 when the kernel does not say.
+ */
+USKB_HIDDEN unsigned int __uskb_dev_min_mtu(unsigned int ifindex);
+
 /* what one sending queue knows of its interface (zeroed, then mtu = dev->mtu) */
 struct uskb_dev_link {
 	unsigned int mtu; /* the interface's MTU as last seen */
@@ -59,11 +65,6 @@ enum uskb_link_when {
  * -ENODEV / -ENETDOWN once the interface is gone or down: the device is
  * then down for good (uskb_dev_running() false) and says why.
  */
-/*
- * The smallest MTU the interface @ifindex takes (rtnetlink's IFLA_MIN_MTU),
- * asked in the caller's network namespace; 0 when the kernel does not say.
- */
-USKB_HIDDEN unsigned int __uskb_dev_min_mtu(unsigned int ifindex);
 USKB_HIDDEN int __uskb_dev_link_check(struct uskb_dev *dev, int fd, struct uskb_dev_link *l,
 				      enum uskb_link_when when);
 /*

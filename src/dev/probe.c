@@ -69,10 +69,11 @@ unsigned int __uskb_dev_min_mtu(unsigned int ifindex)
 		return 0;
 	if (send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) &&
 	    (n = recv(fd, &ans, sizeof(ans), 0)) > 0 && NLMSG_OK(&ans.nh, (size_t)n) &&
-	    ans.nh.nlmsg_type == RTM_NEWLINK) {
+	    ans.nh.nlmsg_type == RTM_NEWLINK &&
+	    ans.nh.nlmsg_len >= NLMSG_LENGTH(sizeof(struct ifinfomsg))) {
 		struct ifinfomsg *ifi = NLMSG_DATA(&ans.nh);
 		struct rtattr *a = IFLA_RTA(ifi);
-		unsigned int left = IFLA_PAYLOAD(&ans.nh);
+		int left = (int)IFLA_PAYLOAD(&ans.nh);
 
 		for (; RTA_OK(a, left); a = RTA_NEXT(a, left))
 			if (a->rta_type == IFLA_MIN_MTU && RTA_PAYLOAD(a) == sizeof(uint32_t))
