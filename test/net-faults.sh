@@ -25,27 +25,34 @@ json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
 # the device spec of KIND on the first end: packet::mmsg -> packet:IF:mmsg
 spec() { local k=$1; echo "${k%%:*}:${p}0$(sed 's/^[a-z]*:*/:/; s/^:$//' <<<"$k")"; }
 
-for kind in "${kinds[@]}"; do
-	dev=$(spec "$kind")
-	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
-	# the peer counts pktgen's packets; the MTU falls to 1000 for half a second
-	start_rx "$tmp/rx.err" ip netns exec "$p-b" timeout 60 \
-		"$pg" --rx "${p}1" --json >"$tmp/rx.json"
+# One run through an MTU fall on pair $p: the peer counts (uskb-pktgen
+# --rx) while uskb-pktgen, given "$@" (the device, the sizes), sends 40000
+# packets at 20000 pps at most (the run lasts past the fall on any machine)
+# and the sender's MTU falls to $1 for half a second. Sets out, rc, sent,
+# lost, errs and got (what the peer counted).
+through_fall() {
+	local low=$1 mtu rxp
+	shift
+	start_rx "$tmp/rx.err" ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json >"$tmp/rx.json"
 	rxp=$!
-	wait_rx "$tmp/rx.err" $rxp || bad "$kind: the receiver did not start: $(cat "$tmp/rx.err")"
-	(sleep 1; ip -n "$p-a" link set "${p}0" mtu 1000; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
+	wait_rx "$tmp/rx.err" $rxp || bad "$*: the receiver did not start: $(cat "$tmp/rx.err")"
+	(sleep 1; ip -n "$p-a" link set "${p}0" mtu "$low"; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
 	mtu=$!
-	# 40000 packets at 20000 pps at most: the run lasts past the fall on any machine
-	out=$(ip netns exec "$p-a" timeout 60 "$pg" -i "$dev" -s 1400 -m 02:00:00:00:00:02 -d 198.18.0.2 \
+	out=$(ip netns exec "$p-a" timeout 60 "$pg" "$@" -m 02:00:00:00:00:02 -d 198.18.0.2 \
 		--ratep 20000 -n 40000 -q --json 2>"$tmp/err")
 	rc=$?
 	wait $mtu
 	sleep 0.5
 	kill -TERM $rxp
 	wait $rxp || echo "receiver exit $?: $(cat "$tmp/rx.err")"
-	r=$(cat "$tmp/rx.json")
-	sent=$(json_num packets "$out") lost=$(json_num lost "$out") got=$(json_num packets "$r")
-	errs=$(json_num errors "$out")
+	sent=$(json_num packets "$out") lost=$(json_num lost "$out") errs=$(json_num errors "$out")
+	got=$(json_num packets "$(cat "$tmp/rx.json")")
+}
+
+for kind in "${kinds[@]}"; do
+	dev=$(spec "$kind")
+	"$net" up -p "$p" >/dev/null || { bad "netns-veth.sh up"; continue; }
+	through_fall 1000 -i "$dev" -s 1400
 	# exit 3, frames refused (the fall hit the run), and all 40000 sent in
 	# the end: sending went on after the MTU came back
 	[ $rc = 3 ] && [ "$sent" = 40000 ] && [ -n "$errs" ] && [ "$errs" -gt 0 ] ||
@@ -53,7 +60,7 @@ for kind in "${kinds[@]}"; do
 	grep -q "MTU 1000" "$tmp/err" || bad "$kind: no word of the MTU: $(cat "$tmp/err")"
 	# every frame the device took arrived, except those it says it lost
 	[ -n "$got" ] && [ -n "$lost" ] && [ $((got + lost)) = "$sent" ] ||
-		bad "$kind: sent $sent, lost $lost, the peer counted $got: $r"
+		bad "$kind: sent $sent, lost $lost, the peer counted $got: $(cat "$tmp/rx.json")"
 	echo "$kind: MTU fell and rose: sent $sent, lost $lost after taking them, the peer counted $got"
 	"$net" down -p "$p" >/dev/null
 
@@ -74,39 +81,13 @@ done
 # than the interface's smallest MTU (veth: 68) allows: 60-byte frames through
 # a fall to that MTU arrive whole, none refused, none lost
 "$net" up -p "$p" >/dev/null || bad "netns-veth.sh up"
-start_rx "$tmp/rx.err" ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json >"$tmp/rx.json"
-rxp=$!
-wait_rx "$tmp/rx.err" $rxp || bad "small frames: the receiver did not start: $(cat "$tmp/rx.err")"
-(sleep 1; ip -n "$p-a" link set "${p}0" mtu 68; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
-mtu=$!
-out=$(ip netns exec "$p-a" timeout 60 "$pg" -i "packet:${p}0" -s 60 -m 02:00:00:00:00:02 -d 198.18.0.2 \
-	--ratep 20000 -n 40000 -q --json 2>"$tmp/err")
-rc=$?
-wait $mtu
-sleep 0.5
-kill -TERM $rxp
-wait $rxp || echo "receiver exit $?: $(cat "$tmp/rx.err")"
-sent=$(json_num packets "$out") lost=$(json_num lost "$out") errs=$(json_num errors "$out")
-got=$(json_num packets "$(cat "$tmp/rx.json")")
+through_fall 68 -i "packet:${p}0" -s 60
 [ $rc = 0 ] && [ "$sent" = 40000 ] && [ "$errs" = 0 ] && [ "$lost" = 0 ] && [ "$got" = 40000 ] ||
 	bad "60-byte frames, MTU 1500 -> 68 -> 1500: exit $rc, sent '$sent', errors '$errs', lost '$lost', the peer counted '$got': $(cat "$tmp/err")"
 echo "packet: 60-byte frames through MTU 68: sent $sent, the peer counted $got"
 # 60- and 1400-byte frames through a fall to 1000: no more refused or lost
 # than there are long ones, and every frame accounted for
-start_rx "$tmp/rx.err" ip netns exec "$p-b" timeout 60 "$pg" --rx "${p}1" --json >"$tmp/rx.json"
-rxp=$!
-wait_rx "$tmp/rx.err" $rxp || bad "mixed frames: the receiver did not start: $(cat "$tmp/rx.err")"
-(sleep 1; ip -n "$p-a" link set "${p}0" mtu 1000; sleep 0.5; ip -n "$p-a" link set "${p}0" mtu 1500) &
-mtu=$!
-out=$(ip netns exec "$p-a" timeout 60 "$pg" -i "packet:${p}0" --imix "60,20 1400,1" \
-	-m 02:00:00:00:00:02 -d 198.18.0.2 --ratep 20000 -n 40000 -q --json 2>"$tmp/err")
-rc=$?
-wait $mtu
-sleep 0.5
-kill -TERM $rxp
-wait $rxp || echo "receiver exit $?: $(cat "$tmp/rx.err")"
-sent=$(json_num packets "$out") lost=$(json_num lost "$out") errs=$(json_num errors "$out")
-got=$(json_num packets "$(cat "$tmp/rx.json")")
+through_fall 1000 -i "packet:${p}0" --imix "60,20 1400,1"
 [ $rc = 3 ] && [ "$sent" = 40000 ] && [ -n "$errs" ] && [ "$errs" -gt 0 ] && [ -n "$lost" ] &&
 	[ -n "$got" ] && [ $((got + lost)) = "$sent" ] &&
 	[ $((errs + lost)) -le $((40000 / 21 + 200)) ] ||
