@@ -258,26 +258,25 @@ static void pcp_fork_parent(void)
 	pthread_mutex_unlock(&mem.lock);
 }
 
+static struct uskb_page *pcp_cut(struct pcp *c, unsigned int order, unsigned int k,
+				 struct uskb_page **last);
+static void pcp_give_back(struct pcp *c, unsigned int order, struct uskb_page *first,
+			  struct uskb_page *last, unsigned int k);
+
 static void pcp_fork_child(void)
 {
 	struct pcp *c;
-	unsigned int o;
+	struct uskb_page *first, *last;
+	unsigned int o, n;
 
 	for (c = pcps; c; c = c->next) {
 		if (!c->live || c == pcp_mine)
 			continue;
-		for (o = 0; o <= PCP_MAX_ORDER; o++) {
-			struct uskb_page *b = c->list[o], *next;
-
-			for (; b; b = next) {
-				next = b->next;
-				b->next = mem.free[o][0];
-				mem.free[o][0] = b;
+		for (o = 0; o <= PCP_MAX_ORDER; o++)
+			if ((n = atomic_load_explicit(&c->n[o], memory_order_relaxed))) {
+				first = pcp_cut(c, o, n, &last);
+				pcp_give_back(c, o, first, last, n);
 			}
-			mem.in_use[o] -= atomic_load_explicit(&c->n[o], memory_order_relaxed);
-			c->list[o] = NULL;
-			atomic_store_explicit(&c->n[o], 0, memory_order_relaxed);
-		}
 		c->live = false;
 	}
 	pthread_mutex_unlock(&mem.lock);
@@ -346,21 +345,26 @@ static inline unsigned int pcp_n(struct pcp *c, unsigned int order)
 	return atomic_load_explicit(&c->n[order], memory_order_relaxed);
 }
 
+/* Under mem.lock: the free list of (@order, @node) not empty, an arena mapped if need be; 0 or -errno. */
+static int free_list_ready(unsigned int order, int node)
+{
+	return mem.free[order][node_slot(node)] ? 0 : arena_grow(order, node);
+}
+
 /* Up to a quarter of the list's bound from the arenas (mapping one if need be); false + errno. */
 static bool pcp_refill(struct pcp *c, unsigned int order)
 {
 	struct uskb_page **head = &mem.free[order][0], *first, *last;
 	unsigned int k = 1, want = PCP_HIGH(order) / 4;
 
-	pthread_mutex_lock(&mem.lock);
-	if (!*head) {
-		int err = arena_grow(order, USKB_NO_NODE);
+	int err;
 
-		if (err) {
-			pthread_mutex_unlock(&mem.lock);
-			errno = -err;
-			return false;
-		}
+	pthread_mutex_lock(&mem.lock);
+	err = free_list_ready(order, USKB_NO_NODE);
+	if (err) {
+		pthread_mutex_unlock(&mem.lock);
+		errno = -err;
+		return false;
 	}
 	/* a run off the top keeps the blocks in address order */
 	first = last = *head;
@@ -377,22 +381,39 @@ static bool pcp_refill(struct pcp *c, unsigned int order)
 	return true;
 }
 
-/* The top @k blocks of @c's list of @order back to the arenas. */
-static void pcp_spill(struct pcp *c, unsigned int order, unsigned int k)
+/* Unlink the top @k (at least one) blocks of @c's list of @order: the run's first, and *@last. */
+static struct uskb_page *pcp_cut(struct pcp *c, unsigned int order, unsigned int k,
+				 struct uskb_page **last)
 {
-	struct uskb_page *first = c->list[order], *last = first;
-	unsigned int i;
+	struct uskb_page *first = c->list[order], *l = first;
 
-	if (!k)
-		return;
-	for (i = 1; i < k; i++)
-		last = last->next;
-	c->list[order] = last->next;
-	pthread_mutex_lock(&mem.lock);
+	while (--k)
+		l = l->next;
+	c->list[order] = l->next;
+	*last = l;
+	return first;
+}
+
+/* Under mem.lock: a run of @k blocks cut from @c's list of @order onto the arenas' list. */
+static void pcp_give_back(struct pcp *c, unsigned int order, struct uskb_page *first,
+			  struct uskb_page *last, unsigned int k)
+{
 	last->next = mem.free[order][0];
 	mem.free[order][0] = first;
 	mem.in_use[order] -= k;
 	pcp_count(c, order, pcp_n(c, order) - k);
+}
+
+/* The top @k blocks of @c's list of @order back to the arenas (the walk outside the lock). */
+static void pcp_spill(struct pcp *c, unsigned int order, unsigned int k)
+{
+	struct uskb_page *first, *last;
+
+	if (!k)
+		return;
+	first = pcp_cut(c, order, k, &last);
+	pthread_mutex_lock(&mem.lock);
+	pcp_give_back(c, order, first, last, k);
 	pthread_mutex_unlock(&mem.lock);
 }
 
@@ -414,7 +435,7 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 {
 	struct uskb_page *p;
 	struct pcp *c;
-	int slot = node_slot(node);
+	int slot = node_slot(node), err;
 
 	if (uskb_should_fail()) {
 		errno = ENOMEM;
@@ -434,17 +455,13 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 		goto out;
 	}
 	pthread_mutex_lock(&mem.lock);
-	p = mem.free[order][slot];
-	if (!p) {
-		int err = arena_grow(order, node);
-
-		if (err) {
-			pthread_mutex_unlock(&mem.lock);
-			errno = -err;
-			return NULL;
-		}
-		p = mem.free[order][slot];
+	err = free_list_ready(order, node);
+	if (err) {
+		pthread_mutex_unlock(&mem.lock);
+		errno = -err;
+		return NULL;
 	}
+	p = mem.free[order][slot];
 	mem.free[order][slot] = p->next;
 	mem.in_use[order]++;
 	pthread_mutex_unlock(&mem.lock);
