@@ -4,8 +4,9 @@
  * dropped on many threads; one skb with a user a thread, and one reached
  * through a shared frag_list, cloned on several at once; page references
  * taken and dropped concurrently; skbs allocated on one thread and freed
- * on another; threads exit with objects in their caches. Run under TSan
- * by `make test SANITIZE=thread`.
+ * on another; threads exit with objects in their caches; with the caches
+ * off, every thread's shells and heads come from the shared stacks at
+ * once. Run under TSan by `make test SANITIZE=thread`.
  */
 #include <pthread.h>
 #include "t.h"
@@ -230,6 +231,60 @@ static void test_clone_frag_list_shared(void)
 	uskb_cache_drain();
 }
 
+/*
+ * With the caches off each shell comes from the slab's shared stack one at
+ * a time, under its lock, and heads of three sizes refill and flush the
+ * per-thread head caches through the shared head stacks: an object two
+ * threads were given at once shows as another thread's stamp.
+ */
+static void *slab_stamps(void *arg)
+{
+	static const unsigned int sizes[] = { 200, 1000, 3000 };
+	unsigned int id = (unsigned int)(uintptr_t)arg, i, k;
+	struct uskb *held[8];
+
+	for (i = 0; i < ROUNDS * 4; i++) {
+		unsigned int n = 1 + i % 8;
+
+		for (k = 0; k < n; k++) {
+			unsigned int size = sizes[(i + k) % 3];
+
+			held[k] = uskb_alloc(size);
+			if (!held[k])
+				abort();
+			held[k]->mark = id << 24 | (i & 0xffff) << 8 | k;
+			memset(uskb_put(held[k], size), (int)id, size);
+		}
+		for (k = 0; k < n; k++) {
+			unsigned int size = sizes[(i + k) % 3];
+
+			if (held[k]->mark != (id << 24 | (i & 0xffff) << 8 | k) ||
+			    held[k]->len != size || held[k]->data[0] != id ||
+			    held[k]->data[size - 1] != id)
+				abort();
+			uskb_free(held[k]);
+		}
+	}
+	return NULL;
+}
+
+static void test_slab_contention(void)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) }, off;
+	pthread_t th[THREADS];
+	unsigned int i;
+
+	CHECK_EQ(uskb_cache_get_opts(&o), 0);
+	off = o;
+	off.cache_size = 0;
+	CHECK_EQ(uskb_cache_set_opts(&off), 0);
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, slab_stamps, (void *)(uintptr_t)(i + 1));
+	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(uskb_cache_set_opts(&o), 0);
+}
+
 int main(void)
 {
 	test_shared_clones();
@@ -237,5 +292,6 @@ int main(void)
 	test_clone_frag_list_shared();
 	test_cross_thread_free();
 	test_page_refs();
+	test_slab_contention();
 	return t_end("threads");
 }

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include "lib/compiler.h"
 #include "lib/debug.h"
+#include "lib/lock.h"
 #include "uskb/page.h"
 #include "uskb/stats.h"
 
@@ -41,14 +42,14 @@ USKB_HIDDEN void __uskb_pcp_flush(void);
  * sanitizers; the other objects stay poisoned.
  */
 struct uskb_objstack {
-	pthread_mutex_t lock;
+	struct uskb_lock lock;
 	struct uskb_objchunk *top;
 	size_t top_n;		/* addresses the top chunk holds */
 	unsigned int cap;	/* addresses a chunk holds */
 };
 
 #define USKB_OBJSTACK_INIT(objsize)                                    \
-	{ .lock = PTHREAD_MUTEX_INITIALIZER,                           \
+	{ .lock = USKB_LOCK_INIT,                                      \
 	  .cap = (unsigned int)(((objsize) - 2 * sizeof(void *)) / sizeof(void *)) }
 
 /* Push @n objects (cached, as uskb_mem_cached left them). Cannot fail. */

@@ -37,7 +37,7 @@ void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 	struct uskb_objchunk *c;
 	size_t i, cn;
 
-	pthread_mutex_lock(&st->lock);
+	uskb_lock(&st->lock);
 	c = st->top;
 	cn = st->top_n;
 	for (i = 0; i < n; i++) {
@@ -57,7 +57,7 @@ void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 	}
 	st->top = c;
 	st->top_n = cn;
-	pthread_mutex_unlock(&st->lock);
+	uskb_unlock(&st->lock);
 }
 
 size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
@@ -66,7 +66,7 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 	size_t left = n; /* v[0 .. left - 1] still to fill, from the top down */
 	size_t cn;
 
-	pthread_mutex_lock(&st->lock);
+	uskb_lock(&st->lock);
 	c = st->top;
 	cn = st->top_n;
 	while (left && c) {
@@ -86,7 +86,7 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 	}
 	st->top = c;
 	st->top_n = cn;
-	pthread_mutex_unlock(&st->lock);
+	uskb_unlock(&st->lock);
 	if (left) /* the stack ran out: what came sits at the end */
 		memmove(v, v + left, (n - left) * sizeof(void *));
 	return n - left;
