@@ -6,9 +6,11 @@
  * taken and dropped concurrently; skbs allocated on one thread and freed
  * on another; threads exit with objects in their caches; with the caches
  * off, every thread's shells and heads come from the shared stacks at
- * once. Run under TSan by `make test SANITIZE=thread`.
+ * once, and a fork's child uses them. Run under TSan by `make test SANITIZE=thread`.
  */
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "t.h"
 
 #define THREADS 4
@@ -237,34 +239,39 @@ static void test_clone_frag_list_shared(void)
  * per-thread head caches through the shared head stacks: an object two
  * threads were given at once shows as another thread's stamp.
  */
-static void *slab_stamps(void *arg)
+static void slab_round(unsigned int id, unsigned int i)
 {
 	static const unsigned int sizes[] = { 200, 1000, 3000 };
-	unsigned int id = (unsigned int)(uintptr_t)arg, i, k;
+	unsigned int n = 1 + i % 8, k;
 	struct uskb *held[8];
 
-	for (i = 0; i < ROUNDS * 4; i++) {
-		unsigned int n = 1 + i % 8;
+	for (k = 0; k < n; k++) {
+		unsigned int size = sizes[(i + k) % 3];
 
-		for (k = 0; k < n; k++) {
-			unsigned int size = sizes[(i + k) % 3];
-
-			held[k] = uskb_alloc(size);
-			if (!held[k])
-				abort();
-			held[k]->mark = id << 24 | (i & 0xffff) << 8 | k;
-			memset(uskb_put(held[k], size), (int)id, size);
-		}
-		for (k = 0; k < n; k++) {
-			unsigned int size = sizes[(i + k) % 3];
-
-			if (held[k]->mark != (id << 24 | (i & 0xffff) << 8 | k) ||
-			    held[k]->len != size || held[k]->data[0] != id ||
-			    held[k]->data[size - 1] != id)
-				abort();
-			uskb_free(held[k]);
-		}
+		held[k] = uskb_alloc(size);
+		if (!held[k])
+			abort();
+		held[k]->mark = id << 24 | (i & 0xffff) << 8 | k;
+		memset(uskb_put(held[k], size), (int)id, size);
 	}
+	for (k = 0; k < n; k++) {
+		unsigned int size = sizes[(i + k) % 3];
+
+		if (held[k]->mark != (id << 24 | (i & 0xffff) << 8 | k) || held[k]->len != size ||
+		    held[k]->data[0] != id || held[k]->data[size - 1] != id)
+			abort();
+		uskb_free(held[k]);
+	}
+}
+
+static atomic_bool slab_stop;
+
+static void *slab_stamps(void *arg)
+{
+	unsigned int id = (unsigned int)(uintptr_t)arg, i;
+
+	for (i = 0; i < ROUNDS * 4 || !atomic_load(&slab_stop); i++)
+		slab_round(id, i);
 	return NULL;
 }
 
@@ -278,9 +285,52 @@ static void test_slab_contention(void)
 	off = o;
 	off.cache_size = 0;
 	CHECK_EQ(uskb_cache_set_opts(&off), 0);
+	atomic_store(&slab_stop, true);
 	for (i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, slab_stamps, (void *)(uintptr_t)(i + 1));
 	for (i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK_EQ(uskb_cache_set_opts(&o), 0);
+}
+
+/*
+ * fork() while other threads allocate and free through the shared stacks:
+ * each child (one thread, whose locks are plain stores) must find every
+ * stack whole and unlocked, and allocate and free as the parent did.
+ */
+static void test_slab_fork(void)
+{
+	struct uskb_cache_opts o = { .sz = sizeof(o) }, off;
+	pthread_t th[THREADS - 1];
+	unsigned int i;
+	int f;
+
+	CHECK_EQ(uskb_cache_get_opts(&o), 0);
+	off = o;
+	off.cache_size = 0;
+	CHECK_EQ(uskb_cache_set_opts(&off), 0);
+	atomic_store(&slab_stop, false);
+	for (i = 0; i < THREADS - 1; i++)
+		pthread_create(&th[i], NULL, slab_stamps, (void *)(uintptr_t)(i + 1));
+	for (f = 0; f < 20; f++) {
+		int status = -1;
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(10); /* a stack left locked: the child would wait forever */
+			for (i = 0; i < ROUNDS; i++)
+				slab_round(THREADS, i);
+			_exit(0);
+		}
+		CHECK(pid > 0);
+		CHECK_EQ(waitpid(pid, &status, 0), pid);
+		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			CHECK(!"a fork's child could not allocate and free");
+			break;
+		}
+	}
+	atomic_store(&slab_stop, true);
+	for (i = 0; i < THREADS - 1; i++)
 		pthread_join(th[i], NULL);
 	CHECK_EQ(uskb_cache_set_opts(&o), 0);
 }
@@ -293,5 +343,6 @@ int main(void)
 	test_cross_thread_free();
 	test_page_refs();
 	test_slab_contention();
+	test_slab_fork();
 	return t_end("threads");
 }

@@ -11,12 +11,16 @@
  * instructions a pair).
  *
  * While the process has one thread (glibc's __libc_single_threaded: no
- * thread was ever created, or a fork's child), both are a plain store, as
+ * thread was ever created; glibc 2.36 leaves it false in the child of a
+ * process that had threads), both are a plain store, as
  * glibc's own lock skips its lock prefix then: a locked instruction costs
  * several ns here, two pairs of them 16 ns of a 42-ns alloc + free with
  * the caches off. Sound, as nothing else can hold or take the lock then,
  * and the flag only goes from true to false in pthread_create(), which no
- * critical section calls.
+ * critical section calls. A fork's child inherits a lock another thread
+ * of the parent held, and the half-made change behind it: a user of the
+ * lock whose data a child may touch takes it across fork()
+ * (pthread_atfork), as mem/slab.c does.
  *
  * Not recursive; no owner, so a misuse is not detected. Zero-initialised
  * is unlocked.

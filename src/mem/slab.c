@@ -7,6 +7,7 @@
  * only pushes, and cannot fail.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +33,64 @@ struct uskb_objchunk {
  * holds, so v[n - 1] of a push is the top, and a pop of k fills v[k - 1]
  * with the top.
  */
+/*
+ * fork(): another thread of the parent must not be inside a stack at the
+ * fork: the child would wait forever for its lock, or (were the child
+ * ever taken for single-threaded, lib/lock.h) get its half-made change. Every
+ * stack with objects is on a list; the prepare handler takes the list's
+ * lock and then every stack's, the parent and the child give them back.
+ * (Stack locks are never held while the list's is taken.)
+ */
+static struct {
+	struct uskb_lock lock;
+	struct uskb_objstack *first;
+} forklist;
+static pthread_once_t forklist_once = PTHREAD_ONCE_INIT;
+
+static void stacks_fork_prepare(void)
+{
+	struct uskb_objstack *st;
+
+	uskb_lock(&forklist.lock);
+	for (st = forklist.first; st; st = st->fork_next)
+		uskb_lock(&st->lock);
+}
+
+static void stacks_fork_done(void)
+{
+	struct uskb_objstack *st;
+
+	for (st = forklist.first; st; st = st->fork_next)
+		uskb_unlock(&st->lock);
+	uskb_unlock(&forklist.lock);
+}
+
+static void forklist_init(void)
+{
+	pthread_atfork(stacks_fork_prepare, stacks_fork_done, stacks_fork_done);
+}
+
+/* Put @st on the fork list (before its first push, out of its lock). */
+static __attribute__((noinline)) void stack_list(struct uskb_objstack *st)
+{
+	pthread_once(&forklist_once, forklist_init);
+	uskb_lock(&forklist.lock);
+	if (!atomic_load_explicit(&st->listed, memory_order_relaxed)) {
+		st->fork_next = forklist.first;
+		forklist.first = st;
+		atomic_store_explicit(&st->listed, true, memory_order_relaxed);
+	}
+	uskb_unlock(&forklist.lock);
+}
+
 void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
 	size_t i, cn;
 
+	/* unlikely: the stack's first push (a pop finds nothing before one) */
+	if (uskb_unlikely(!atomic_load_explicit(&st->listed, memory_order_relaxed)))
+		stack_list(st);
 	uskb_lock(&st->lock);
 	c = st->top;
 	cn = st->top_n;
