@@ -12,12 +12,12 @@
  *
  * While the process has one thread (glibc's __libc_single_threaded: no
  * thread was ever created; glibc 2.36 leaves it false in the child of a
- * process that had threads), both are a plain store, as
- * glibc's own lock skips its lock prefix then: a locked instruction costs
- * several ns here, two pairs of them 16 ns of a 42-ns alloc + free with
- * the caches off. Sound, as nothing else can hold or take the lock then,
- * and the flag only goes from true to false in pthread_create(), which no
- * critical section calls. A fork's child inherits a lock another thread
+ * process that had threads), taking a free lock and giving it back are
+ * plain stores, as in glibc's pthread_mutex_lock (2.36): a locked
+ * instruction costs several ns here, two pairs of them 16 ns of a 42-ns
+ * alloc + free with the caches off. Sound, as nothing else can hold or
+ * take the lock then, and the flag only goes from true to false in
+ * pthread_create(), which no critical section calls. A fork's child inherits a lock another thread
  * of the parent held, and the half-made change behind it: a user of the
  * lock whose data a child may touch takes it across fork()
  * (pthread_atfork), as mem/slab.c does.
@@ -54,7 +54,8 @@ static inline void uskb_lock(struct uskb_lock *l)
 {
 	uint32_t free = 0;
 
-	if (uskb_single_threaded()) {
+	/* (a lock held then, by a signal handler's victim say, is waited for as glibc's is) */
+	if (uskb_single_threaded() && !atomic_load_explicit(&l->v, memory_order_relaxed)) {
 		atomic_store_explicit(&l->v, 1, memory_order_relaxed);
 		return;
 	}
