@@ -295,8 +295,8 @@ static void test_slab_contention(void)
 
 /*
  * fork() while other threads allocate and free through the shared stacks:
- * each child (one thread, whose locks are plain stores) must find every
- * stack whole and unlocked, and allocate and free as the parent did.
+ * each child must find every stack whole and unlocked, and allocate and
+ * free as the parent did.
  */
 static void test_slab_fork(void)
 {

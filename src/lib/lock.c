@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The contended paths of struct uskb_lock (lib/lock.h). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,11 +39,17 @@ void __uskb_lock_wait(struct uskb_lock *l)
 	 * a sleep takes it as 2, since another sleeper may still be there:
 	 * its unlock then wakes one, maybe for nothing.
 	 */
+	int err = errno; /* (EAGAIN, EINTR: the callers' errno is their own) */
+
 	while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0)
 		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	errno = err;
 }
 
 void __uskb_lock_wake(struct uskb_lock *l)
 {
+	int err = errno;
+
 	syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = err;
 }

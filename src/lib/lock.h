@@ -54,9 +54,14 @@ static inline void uskb_lock(struct uskb_lock *l)
 {
 	uint32_t free = 0;
 
-	/* (a lock held then, by a signal handler's victim say, is waited for as glibc's is) */
+	/*
+	 * (a lock held then, by a signal handler's victim say, is waited for
+	 * as glibc's is; the fences keep the critical section's accesses
+	 * after the store and before the unlock's, at no cost)
+	 */
 	if (uskb_single_threaded() && !atomic_load_explicit(&l->v, memory_order_relaxed)) {
 		atomic_store_explicit(&l->v, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_acquire);
 		return;
 	}
 	if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&l->v, &free, 1,
@@ -69,6 +74,7 @@ static inline void uskb_lock(struct uskb_lock *l)
 static inline void uskb_unlock(struct uskb_lock *l)
 {
 	if (uskb_single_threaded()) {
+		atomic_signal_fence(memory_order_release);
 		atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 		return;
 	}

@@ -46,7 +46,7 @@ struct uskb_objstack {
 	struct uskb_objchunk *top;
 	size_t top_n;		/* addresses the top chunk holds */
 	unsigned int cap;	/* addresses a chunk holds */
-	atomic_bool listed;	/* on the list fork() handles, since its first push */
+	atomic_bool listed;	/* on the list fork() handles, since its first use */
 	struct uskb_objstack *fork_next;
 };
 

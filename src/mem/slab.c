@@ -29,23 +29,19 @@ struct uskb_objchunk {
 #define CHUNK_HDR sizeof(struct uskb_objchunk)
 
 /*
- * The order is a plain stack's: a chunk sits below the objects its array
- * holds, so v[n - 1] of a push is the top, and a pop of k fills v[k - 1]
- * with the top.
- */
-/*
  * fork(): another thread of the parent must not be inside a stack at the
- * fork: the child would wait forever for its lock, or (were the child
- * ever taken for single-threaded, lib/lock.h) get its half-made change. Every
- * stack with objects is on a list; the prepare handler takes the list's
- * lock and then every stack's, the parent and the child give them back.
- * (Stack locks are never held while the list's is taken.)
+ * fork: the child would wait forever for its lock (glibc 2.36 leaves the
+ * child's __libc_single_threaded false, lib/lock.h). Every stack goes on a
+ * list before its lock is first taken; the prepare handler takes the
+ * list's lock and then every stack's, the parent and the child give them
+ * back. The handler is registered at load, so it runs after the prepare
+ * handlers an application registers later (which may free skbs). No stack
+ * lock is held while the list's is taken.
  */
 static struct {
 	struct uskb_lock lock;
 	struct uskb_objstack *first;
 } forklist;
-static pthread_once_t forklist_once = PTHREAD_ONCE_INIT;
 
 static void stacks_fork_prepare(void)
 {
@@ -65,15 +61,14 @@ static void stacks_fork_done(void)
 	uskb_unlock(&forklist.lock);
 }
 
-static void forklist_init(void)
+static __attribute__((constructor)) void forklist_init(void)
 {
-	pthread_atfork(stacks_fork_prepare, stacks_fork_done, stacks_fork_done);
+	/* (fails only without memory, at load: nothing to do but go on) */
+	(void)pthread_atfork(stacks_fork_prepare, stacks_fork_done, stacks_fork_done);
 }
 
-/* Put @st on the fork list (before its first push, out of its lock). */
 static __attribute__((noinline)) void stack_list(struct uskb_objstack *st)
 {
-	pthread_once(&forklist_once, forklist_init);
 	uskb_lock(&forklist.lock);
 	if (!atomic_load_explicit(&st->listed, memory_order_relaxed)) {
 		st->fork_next = forklist.first;
@@ -83,15 +78,26 @@ static __attribute__((noinline)) void stack_list(struct uskb_objstack *st)
 	uskb_unlock(&forklist.lock);
 }
 
+/* Take @st's lock; the first time, put @st on the fork list before. */
+static inline void stack_lock(struct uskb_objstack *st)
+{
+	/* unlikely: the stack's first push or pop */
+	if (uskb_unlikely(!atomic_load_explicit(&st->listed, memory_order_relaxed)))
+		stack_list(st);
+	uskb_lock(&st->lock);
+}
+
+/*
+ * The order is a plain stack's: a chunk sits below the objects its array
+ * holds, so v[n - 1] of a push is the top, and a pop of k fills v[k - 1]
+ * with the top.
+ */
 void __uskb_objstack_push(struct uskb_objstack *st, void **v, size_t n)
 {
 	struct uskb_objchunk *c;
 	size_t i, cn;
 
-	/* unlikely: the stack's first push (a pop finds nothing before one) */
-	if (uskb_unlikely(!atomic_load_explicit(&st->listed, memory_order_relaxed)))
-		stack_list(st);
-	uskb_lock(&st->lock);
+	stack_lock(st);
 	c = st->top;
 	cn = st->top_n;
 	for (i = 0; i < n; i++) {
@@ -120,7 +126,7 @@ size_t __uskb_objstack_pop(struct uskb_objstack *st, void **v, size_t n)
 	size_t left = n; /* v[0 .. left - 1] still to fill, from the top down */
 	size_t cn;
 
-	uskb_lock(&st->lock);
+	stack_lock(st);
 	c = st->top;
 	cn = st->top_n;
 	while (left && c) {
