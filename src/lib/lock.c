@@ -22,8 +22,8 @@ static inline void cpu_relax(void)
 
 void __uskb_lock_wait(struct uskb_lock *l)
 {
+	int i, err;
 	uint32_t v;
-	int i;
 
 	/* a holder about to give it back: take it without a syscall */
 	for (i = 0; i < SPINS; i++) {
@@ -39,8 +39,7 @@ void __uskb_lock_wait(struct uskb_lock *l)
 	 * a sleep takes it as 2, since another sleeper may still be there:
 	 * its unlock then wakes one, maybe for nothing.
 	 */
-	int err = errno; /* (EAGAIN, EINTR: the callers' errno is their own) */
-
+	err = errno; /* (the futex's EAGAIN and EINTR are not the caller's) */
 	while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0)
 		syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
 	errno = err;

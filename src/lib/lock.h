@@ -17,10 +17,11 @@
  * instruction costs several ns here, two pairs of them 16 ns of a 42-ns
  * alloc + free with the caches off. Sound, as nothing else can hold or
  * take the lock then, and the flag only goes from true to false in
- * pthread_create(), which no critical section calls. A fork's child inherits a lock another thread
- * of the parent held, and the half-made change behind it: a user of the
- * lock whose data a child may touch takes it across fork()
- * (pthread_atfork), as mem/slab.c does.
+ * pthread_create(), which no critical section calls.
+ *
+ * A fork's child inherits a lock another thread of the parent held, and
+ * the half-made change behind it: a user of the lock whose data a child
+ * may touch takes it across fork() (pthread_atfork), as mem/slab.c does.
  *
  * Not recursive; no owner, so a misuse is not detected. Zero-initialised
  * is unlocked.
