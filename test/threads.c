@@ -6,7 +6,8 @@
  * taken and dropped concurrently; skbs allocated on one thread and freed
  * on another; threads exit with objects in their caches; with the caches
  * off, every thread's shells and heads come from the shared stacks at
- * once, and a fork's child uses them. Run under TSan by `make test SANITIZE=thread`.
+ * once, and a fork's child uses them. Run under TSan by
+ * `make test SANITIZE=thread`.
  */
 #include <pthread.h>
 #include <sys/wait.h>
@@ -323,6 +324,8 @@ static void test_slab_fork(void)
 			_exit(0);
 		}
 		CHECK(pid > 0);
+		if (pid < 0)
+			break;
 		CHECK_EQ(waitpid(pid, &status, 0), pid);
 		if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
 			CHECK(!"a fork's child could not allocate and free");
