@@ -345,10 +345,22 @@ static inline unsigned int pcp_n(struct pcp *c, unsigned int order)
 	return atomic_load_explicit(&c->n[order], memory_order_relaxed);
 }
 
-/* Under mem.lock: the free list of (@order, @node) not empty, an arena mapped if need be; 0 or -errno. */
-static int free_list_ready(unsigned int order, int node)
+/*
+ * Take mem.lock with the free list of (@order, @node) not empty, an arena
+ * mapped if need be: true, locked; false + errno, unlocked.
+ */
+static bool lock_free_list(unsigned int order, int node)
 {
-	return mem.free[order][node_slot(node)] ? 0 : arena_grow(order, node);
+	int err;
+
+	pthread_mutex_lock(&mem.lock);
+	err = mem.free[order][node_slot(node)] ? 0 : arena_grow(order, node);
+	if (err) {
+		pthread_mutex_unlock(&mem.lock);
+		errno = -err;
+		return false;
+	}
+	return true;
 }
 
 /* Up to a quarter of the list's bound from the arenas (mapping one if need be); false + errno. */
@@ -357,15 +369,8 @@ static bool pcp_refill(struct pcp *c, unsigned int order)
 	struct uskb_page **head = &mem.free[order][0], *first, *last;
 	unsigned int k = 1, want = PCP_HIGH(order) / 4;
 
-	int err;
-
-	pthread_mutex_lock(&mem.lock);
-	err = free_list_ready(order, USKB_NO_NODE);
-	if (err) {
-		pthread_mutex_unlock(&mem.lock);
-		errno = -err;
+	if (!lock_free_list(order, USKB_NO_NODE))
 		return false;
-	}
 	/* a run off the top keeps the blocks in address order */
 	first = last = *head;
 	while (k < want && last->next) {
@@ -435,7 +440,7 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 {
 	struct uskb_page *p;
 	struct pcp *c;
-	int slot = node_slot(node), err;
+	int slot = node_slot(node);
 
 	if (uskb_should_fail()) {
 		errno = ENOMEM;
@@ -454,13 +459,8 @@ struct uskb_page *__uskb_arena_alloc(unsigned int order, int node)
 		pcp_count(c, order, pcp_n(c, order) - 1);
 		goto out;
 	}
-	pthread_mutex_lock(&mem.lock);
-	err = free_list_ready(order, node);
-	if (err) {
-		pthread_mutex_unlock(&mem.lock);
-		errno = -err;
+	if (!lock_free_list(order, node))
 		return NULL;
-	}
 	p = mem.free[order][slot];
 	mem.free[order][slot] = p->next;
 	mem.in_use[order]++;
