@@ -168,6 +168,16 @@ static int live_open(struct uskb_dev *dev, const char *arg)
 			return __uskb_dev_fail(EOPNOTSUPP, "xdp-live:%s: this kernel does not run XDP live "
 							  "frames (BPF_F_TEST_XDP_LIVE_FRAMES, Linux "
 							  "5.18 and later): use xdp:%s", arg, arg);
+		/*
+		 * The program loaded, so this is no lack of privilege: a policy
+		 * refuses the run itself (a kernel lockdown, a BPF LSM, an
+		 * seccomp filter), even to root with every capability.
+		 */
+		if (err == -EPERM || err == -EACCES)
+			return __uskb_dev_fail(EPERM, "xdp-live:%s: live frames refused by this kernel "
+						      "(BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES: %s; "
+						      "a lockdown or a BPF LSM policy does this): use xdp:%s",
+					       arg, strerrorname_np(-err), arg);
 		return __uskb_dev_fail(-err, "xdp-live:%s: a live-frames run: %s", arg, strerror(-err));
 	}
 	dev->nqueues = nq;
