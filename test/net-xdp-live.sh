@@ -11,8 +11,11 @@
 #   two threads on two queues send their counts;
 # - each command the program cannot do is refused at start, naming it;
 #   an interface missing or down, a frame past the MTU, no privilege and
-#   a kernel without live frames (made by seccomp: helpers/old-kernel)
+#   a kernel without live frames (made by seccomp: helpers/no-live-frames)
 #   each give one clear line and a non-zero exit;
+# - on a kernel that refuses live frames (before 5.18: EINVAL; a lockdown
+#   or a BPF LSM: EPERM) it probes once and skips (77), saying why; it
+#   runs itself under helpers/no-live-frames EPERM to show that it does;
 # - no BPF program or map, and no XDP program on the interfaces, outlives
 #   the process: after the end, a Ctrl-C and a kill -9.
 # Needs root; skips (77) without it, without network namespaces, or in a
@@ -29,10 +32,25 @@ cleanup() {
 trap cleanup EXIT
 "$net" up -p "$p" -q 2 -g >/dev/null || { echo "FAIL: netns-veth.sh up"; exit 1; }
 na=$p-a nb=$p-b a=${p}0 b=${p}1
-if ip netns exec "$na" "$pg" -i "xdp-live:$a" -n 1 -q 2>&1 | grep -q "built without"; then
+# One probe, the tool's own: a build without the live program, or a kernel
+# that refuses live frames, makes every case below fail alike. The tool
+# names the refusal (its open runs one live frame): a kernel before 5.18
+# says EINVAL; a lockdown or a BPF LSM policy EPERM, even to root.
+probe=$(ip netns exec "$na" timeout 20 "$pg" -i "xdp-live:$a" -n 1 -q 2>&1 >/dev/null)
+rc=$?
+case $probe in
+*"built without"*)
 	echo "uskb was built without the live program (clang, libbpf-dev)"
 	exit 77
-fi
+	;;
+*"does not run XDP live frames"* | *"live frames refused by this kernel"*)
+	echo "$probe"
+	why=$(sed -n 's/.*BPF_F_TEST_XDP_LIVE_FRAMES: \(E[A-Z0-9]*\);.*/\1/p' <<<"$probe")
+	echo "skipped: this kernel refuses live-frames BPF_PROG_RUN (${why:-EINVAL: before Linux 5.18})"
+	exit 77
+	;;
+esac
+[ $rc = 0 ] || { echo "FAIL: one live frame: exit $rc: $probe"; echo "(every case would fail alike: stopped)"; exit 1; }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 # no BPF object of ours left: no program or map by our names (bpftool), no XDP on the pair
 leftovers() {
@@ -244,18 +262,38 @@ ip netns exec "$na" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-cap
 	"$pg" -q -n 10 -i "xdp-live:$a" >/dev/null 2>"$tmp/err"
 rc=$?
 [ $rc = 5 ] && grep -q "needs root" "$tmp/err" || bad "unprivileged: exit $rc: $(cat "$tmp/err")"
-# a kernel before 5.18: its BPF_PROG_RUN says EINVAL to the live-frames flag (helpers/old-kernel
-# makes every test run say so through seccomp)
-ip netns exec "$na" timeout 20 "$(dirname "$0")/helpers/old-kernel" "$pg" -q -n 10 -i "xdp-live:$a" \
-	>/dev/null 2>"$tmp/err"
-rc=$?
-if [ $rc = 77 ]; then
-	echo "no live frames: not tried: $(cat "$tmp/err")" # (no seccomp filter for this machine)
-else
-	[ $rc = 5 ] && grep -q "this kernel does not run XDP live frames .*: use xdp:$a$" "$tmp/err" &&
-		[ "$(wc -l <"$tmp/err")" = 1 ] || bad "no live frames: exit $rc: $(cat "$tmp/err")"
-fi
+# a kernel before 5.18: its BPF_PROG_RUN says EINVAL to the live-frames flag; one whose policy
+# refuses (a lockdown, a BPF LSM) says EPERM (helpers/no-live-frames makes every test run say so
+# through seccomp)
+nolive=$(dirname "$0")/helpers/no-live-frames
+for e in "EINVAL:this kernel does not run XDP live frames .*: use xdp:$a$" \
+	"EPERM:live frames refused by this kernel (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES: EPERM; .*): use xdp:$a$"; do
+	ip netns exec "$na" timeout 20 "$nolive" "${e%%:*}" "$pg" -q -n 10 -i "xdp-live:$a" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ $rc = 77 ]; then
+		echo "no live frames, ${e%%:*}: not tried: $(cat "$tmp/err")" # (no seccomp filter for this machine)
+	else
+		[ $rc = 5 ] && grep -q "${e#*:}" "$tmp/err" && [ "$(wc -l <"$tmp/err")" = 1 ] ||
+			bad "no live frames, ${e%%:*}: exit $rc: $(cat "$tmp/err")"
+	fi
+done
 echo "errors: one line each"
+
+# this test on a kernel that refuses live frames (EPERM): one probe, then a skip within 10 s
+# that says why (USKB_LIVE_INNER: the run inside does not try this again)
+if [ -z "${USKB_LIVE_INNER:-}" ]; then
+	t0=${EPOCHREALTIME/./}
+	USKB_LIVE_INNER=1 timeout -k 5 60 "$nolive" EPERM "$0" >"$tmp/inner" 2>&1
+	rc=$? ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+	if [ $rc = 77 ] && grep -q "^no-live-frames: " "$tmp/inner"; then
+		echo "skip on a refusing kernel: not tried: $(cat "$tmp/inner")"
+	elif [ $rc = 77 ] && [ $ms -lt 10000 ] &&
+		[ "$(tail -1 "$tmp/inner")" = "skipped: this kernel refuses live-frames BPF_PROG_RUN (EPERM)" ]; then
+		echo "skip on a refusing kernel (EPERM): exit 77 in $ms ms: $(tail -1 "$tmp/inner")"
+	else
+		bad "skip on a refusing kernel: exit $rc in $ms ms: $(tail -3 "$tmp/inner")"
+	fi
+fi
 
 # ---- Ctrl-C and kill -9 mid-run: nothing stays ----
 for sig in INT KILL; do
