@@ -24,18 +24,68 @@ fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 
-# testpmd as the guest: txonly frames of SIZE bytes for SECS seconds; its TX-packets in $sent.
-# It counts a frame once it is in the ring; when it stops, GET_VRING_BASE stops the ring,
-# and up to a ring's worth (256) it made available may never be taken.
+# the backend's counter KEY in its latest stats line (--stats 0.2: one every 0.2 s)
+vh_now() { json_num "$1" "$(tail -n 1 "$tmp/vh.json")"; }
+# wait (60 s at most) until the backend's counter KEY reaches N, or PID (a peer) ends; 1 if not
+vh_wait() {
+	local key=$1 n=$2 pid=$3 c
+	for _ in $(seq 600); do
+		c=$(vh_now "$key")
+		[ -n "$c" ] && [ "$c" -ge "$n" ] && return 0
+		kill -0 "$pid" 2>/dev/null && kill -0 "$vp" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+# wait (10 s at most) for a stats line written after the call that shows no guest connected:
+# the one before has gone and all it sent is counted; $base: that line's packets
+vh_idle() {
+	local n0 line
+	n0=$(wc -l <"$tmp/vh.json")
+	for _ in $(seq 100); do
+		line=$(tail -n +$((n0 + 1)) "$tmp/vh.json" | grep '"connected": false.*}}$' | tail -n 1)
+		[ -n "$line" ] && base=$(json_num packets "$line") && return 0
+		kill -0 "$vp" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+# testpmd as a guest: started with its stdin on a pipe the test holds open, so that it runs
+# until the test has seen what it waits for (the backend's counters), however long its start
+# takes on a loaded machine; then Enter stops it. Its output in $tmp/OUT.out; $tpp its pid.
+testpmd_start() {
+	local out=$1
+	shift
+	rm -f "$tmp/$out.in"
+	mkfifo "$tmp/$out.in"
+	timeout -k 5 120 stdbuf -oL dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskb$out$$" \
+		-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --nb-cores=1 \
+		--total-num-mbufs=16384 "$@" <"$tmp/$out.in" >"$tmp/$out.out" 2>&1 &
+	tpp=$!
+	exec {tpin}>"$tmp/$out.in"
+}
+testpmd_stop() {
+	echo >&"$tpin"
+	exec {tpin}>&-
+	wait $tpp
+}
+# testpmd as the guest: txonly frames of SIZE bytes until the backend has taken N more
+# (or ended: --count); its TX-packets in $sent. It counts a frame once it is in the ring;
+# when it stops, GET_VRING_BASE stops the ring, and up to a ring's worth (256) it made
+# available may never be taken.
 RING=256
 # (a third argument: the backend goes first, and testpmd's failure to stop its port is expected)
 guest() {
-	local size=$1 secs=$2 goes=${3:-}
+	local size=$1 n=$2 goes=${3:-}
 	sent=0
-	(sleep "$secs"; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry \
-		--file-prefix "uskbvh$$" -l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- \
-		--forward-mode=txonly --txpkts="$size" --nb-cores=1 --total-num-mbufs=16384 \
-		>"$tmp/tp.out" 2>&1 || [ -n "$goes" ] || { bad "testpmd failed: $(tail -3 "$tmp/tp.out")"; return; }
+	vh_idle || { bad "the backend is not idle before the guest's frames of $size bytes: $(cat "$tmp/vh.err")"; return; }
+	testpmd_start tp --forward-mode=txonly --txpkts="$size"
+	vh_wait packets $((base + n)) $tpp || [ -n "$goes" ] ||
+		bad "the guest's $n frames of $size bytes: the backend took $(($(vh_now packets) - base))"
+	testpmd_stop || [ -n "$goes" ] || { bad "testpmd failed: $(tail -3 "$tmp/tp.out")"; return; }
+	# a guest that never got going: every later case would fail alike
+	grep -q "Press enter to exit" "$tmp/tp.out" ||
+		{ bad "testpmd never started forwarding: $(tail -3 "$tmp/tp.out")"; echo "(stopped: every case needs it)"; exit 1; }
 	sent=$(sed -n 's/.*TX-packets: *\([0-9]*\).*/\1/p' "$tmp/tp.out" | head -1)
 	[ "${sent:-0}" -gt 1000 ] || bad "testpmd sent ${sent:-nothing}: $(tail -3 "$tmp/tp.out")"
 }
@@ -44,7 +94,7 @@ near() { [ -n "$1" ] && [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - $3 * RING)) ]; }
 # uskb-vhost in the background until stopped (SIGINT); its JSON in $tmp/vh.json
 vhost_start() {
 	rm -f "$tmp/vh.sock"
-	timeout -k 10 120 "$vht" -s "$tmp/vh.sock" --stats 0 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	timeout -k 10 120 "$vht" -s "$tmp/vh.sock" --stats 0.2 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
 	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
 }
@@ -60,7 +110,7 @@ vhost_stop() {
 # ---- to pcap: the frames, byte for byte ----
 # (--count: a whole run's frames would make a pcap of hundreds of MB)
 vhost_start -d "pcap:$tmp/out.pcap" --count 20000
-guest 1000 2 goes
+guest 1000 20000 goes
 wait $vp || bad "pcap: uskb-vhost exit $?: $(cat "$tmp/vh.err")"
 final=$(grep '"final": true' "$tmp/vh.json")
 pk=$(json_num packets "$final")
@@ -78,10 +128,9 @@ echo "pcap: --count 20000 of the $sent frames testpmd sent, the same in the pcap
 
 # ---- to null: in place, completed; small frames copied; --zcopy off ----
 vhost_start -d null
-guest 1000 2
+guest 1000 100000
 sent1=$sent
-sleep 0.5
-guest 64 2
+guest 64 100000
 vhost_stop null
 pk=$(json_num packets "$final") zc=$(json_num zcopied "$final") small=$(json_num small "$final")
 done=$(json_num completions "$final") pend=$(json_num pending "$final")
@@ -95,7 +144,7 @@ near "$zc" "$sent1" 1 && [ "$done" = "$zc" ] && near "$small" "$sent" 1 && [ "$p
 echo "null: $zc frames of 1000 bytes in place and completed, $small of 64 copied; counters across two connections"
 
 vhost_start -d null --zcopy off
-guest 1000 2
+guest 1000 100000
 vhost_stop "zcopy off"
 pk=$(json_num packets "$final")
 near "$pk" "$sent" 1 && [ "$(json_num off "$final")" = "$pk" ] && [ "$(json_num zcopied "$final")" = 0 ] ||
@@ -106,15 +155,19 @@ echo "--zcopy off: $pk frames copied"
 # below the ephemeral range (32768 on), where another test's connection may hold it
 port=$((20000 + $$ % 12700))
 vhost_start -d "udp:127.0.0.1:$port,listen"
-(sleep 5; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbvr$$" \
-	-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=rxonly --nb-cores=1 \
-	--total-num-mbufs=16384 >"$tmp/tpr.out" 2>&1 &
-tpp=$!
-sleep 2.5
+testpmd_start tpr --forward-mode=rxonly
+# the guest is up once testpmd says it forwards, and the backend that it is connected
+for _ in $(seq 600); do
+	grep -q "Press enter to exit" "$tmp/tpr.out" && grep -q '"connected": true' <<<"$(tail -n 1 "$tmp/vh.json")" && break
+	kill -0 $tpp 2>/dev/null || break
+	sleep 0.1
+done
+grep -q "Press enter to exit" "$tmp/tpr.out" || bad "rx: testpmd did not start: $(tail -3 "$tmp/tpr.out")"
 pgt=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
 timeout -k 5 30 "$pgt" -q -i "udp:127.0.0.1:$port" -n 1000 -s 700 --ratep 5000 >/dev/null ||
 	bad "rx: the sender failed (exit $?)"
-wait $tpp || bad "rx: testpmd failed: $(tail -3 "$tmp/tpr.out")"
+vh_wait rx_packets 1000 $tpp || bad "rx: the backend put $(vh_now rx_packets) of 1000 frames into the guest"
+testpmd_stop || bad "rx: testpmd failed: $(tail -3 "$tmp/tpr.out")"
 vhost_stop rx
 got=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$tmp/tpr.out" | head -1)
 [ "$got" = 1000 ] && [ "$(json_num rx_packets "$final")" = 1000 ] && [ "$(json_num rx_bytes "$final")" = 700000 ] ||
