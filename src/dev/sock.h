@@ -128,6 +128,8 @@ USKB_HIDDEN void __uskb_sk_publish(struct sk_dev *s);
 
 /* sock_uring.c (when built with liburing) */
 USKB_HIDDEN int __uskb_sk_uring_init(struct sk_dev *s);
+/* io_uring_queue_init() said @err: one line, a refusal (EPERM, EACCES) named as one */
+USKB_HIDDEN int __uskb_sk_uring_fail(const struct sk_dev *s, int err);
 USKB_HIDDEN void __uskb_sk_uring_fini(struct sk_dev *s);
 /* send one record (already filled: msg, iov, skbs); 0 or -errno (nothing queued) */
 USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags);

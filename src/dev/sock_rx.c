@@ -91,7 +91,7 @@ static int uring_setup(struct sk_dev *s, struct sk_rx *rx)
 
 	err = io_uring_queue_init(64, &rx->ring, 0);
 	if (err)
-		return __uskb_dev_fail(-err, "%s: io_uring: %s", s->o.text, strerror(-err));
+		return __uskb_sk_uring_fail(s, err);
 	rx->br = mmap(NULL, SLOTS * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (rx->br == MAP_FAILED) {

@@ -209,6 +209,15 @@ static int fix_index(struct sk_dev *s, const struct sk_rec *r)
 	return slot;
 }
 
+int __uskb_sk_uring_fail(const struct sk_dev *s, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		return __uskb_dev_fail(-err, "%s: io_uring refused by this kernel (%s: sysctl "
+				       "kernel.io_uring_disabled, or a seccomp or LSM policy): leave out "
+				       ",uring", s->o.text, strerrorname_np(-err));
+	return __uskb_dev_fail(-err, "%s: io_uring: %s", s->o.text, strerror(-err));
+}
+
 int __uskb_sk_uring_init(struct sk_dev *s)
 {
 	struct sk_uring *ur = calloc(1, sizeof(*ur));
@@ -220,7 +229,7 @@ int __uskb_sk_uring_init(struct sk_dev *s)
 	err = io_uring_queue_init(RING_ENTRIES, &ur->ring, 0);
 	if (err) {
 		free(ur);
-		return __uskb_dev_fail(-err, "%s: io_uring: %s", s->o.text, strerror(-err));
+		return __uskb_sk_uring_fail(s, err);
 	}
 	probe = io_uring_get_probe_ring(&ur->ring);
 	if (!probe || !io_uring_opcode_supported(probe, IORING_OP_SENDMSG_ZC) ||

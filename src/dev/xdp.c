@@ -289,6 +289,11 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 
 		err = -err;
 		xdp_close(&(struct uskb_dev){ .priv = p });
+		/* refused to root: not a privilege it lacks but a policy (seccomp, an LSM) */
+		if ((err == EPERM || err == EACCES) && !geteuid())
+			return __uskb_dev_fail(err, "xdp:%s: AF_XDP refused by this kernel (%s, to root: a "
+					       "seccomp or LSM policy): use packet:%s", tok,
+					       strerrorname_np(err), tok);
 		if (err == EPERM || err == EACCES)
 			return __uskb_dev_fail(EPERM, "xdp:%s: needs root (CAP_NET_RAW, CAP_BPF, CAP_NET_ADMIN)",
 					     tok);
