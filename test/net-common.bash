@@ -5,6 +5,7 @@
 # namespaces, and picks the test's name prefix P (one letter + the pid).
 #   source "$(dirname "$0")/net-common.bash" LETTER
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.bash"
 root=$(cd "$here/../.." && pwd)
 [ -f "$root/scripts/netns-veth.sh" ] || root=$(cd "$here/../../.." && pwd)
 pg=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
@@ -14,15 +15,13 @@ command -v ip >/dev/null || { echo "no ip (iproute2)"; exit 77; }
 p=$1$(($$ % 100000))
 ip netns add "$p-probe" 2>/dev/null || { echo "cannot create network namespaces here"; exit 77; }
 ip netns del "$p-probe"
-# failures are counted and each said: bad "what went wrong"; the test ends with [ $fail = 0 ]
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 # Packet sockets in netns $1 with a real filter (more than one instruction).
 filtered_sockets() {
 	ip netns exec "$1" ss -0 -b 2>/dev/null | grep -Ec 'bpf filter \(([2-9]|[1-9][0-9]+)\)'
 }
 # Wait (up to 15 s) until a tshark started in netns $1, its stderr in $2,
-# captures through its own filter; $3: filtered_sockets before it started.
+# captures through its own filter; $3: filtered_sockets before it started;
+# $4: its pid (1 at once if it ended: it could not capture).
 # libpcap attaches a drop-all filter (one instruction) before the real one
 # and drops what arrives in between, after tshark has said "Capturing on":
 # a sender started then loses its frames. So wait for one more packet
@@ -37,30 +36,7 @@ capture_ready() {
 				return 0
 			fi
 		fi
-		sleep 0.1
-	done
-	return 1
-}
-
-# start_rx ERRFILE CMD...: start a receiver (CMD, an uskb-pktgen --rx without
-# -q) in the background, its stderr in ERRFILE, emptied first so that no
-# earlier receiver's line answers wait_rx; $! is its pid. The caller's own
-# redirections (its stdout) go with it.
-start_rx() {
-	local err=$1
-	shift
-	: >"$err"
-	"$@" 2>"$err" &
-}
-
-# wait_rx ERRFILE PID: wait (20 s at most) until the receiver PID, started
-# by start_rx, says it receives; 1 if it ended or never said so. A slow
-# start (a sanitizer's build) must not meet a change the test makes to its
-# interface.
-wait_rx() {
-	for _ in $(seq 200); do
-		grep -q "receiving on" "$1" 2>/dev/null && return 0
-		kill -0 "$2" 2>/dev/null || return 1
+		kill -0 "$4" 2>/dev/null || return 1
 		sleep 0.1
 	done
 	return 1

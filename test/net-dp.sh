@@ -31,15 +31,15 @@ cleanup() {
 	[ -n "${KEEP:-}" ] && echo "kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 
 for n in "$na" "$nb" "$nd"; do
 	ip netns add "$n" || { echo "FAIL: ip netns add $n"; exit 1; }
 	ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 	ip -n "$n" link set lo up
 done
-ip link add "$a" netns "$na" type veth peer name "$d0" netns "$nd"
-ip link add "$b" netns "$nb" type veth peer name "$d1" netns "$nd"
+ip link add "$a" netns "$na" type veth peer name "$d0" netns "$nd" &&
+	ip link add "$b" netns "$nb" type veth peer name "$d1" netns "$nd" ||
+	{ echo "FAIL: ip link add ... type veth"; echo "stopped: every case needs the two pairs"; exit 1; }
 ip -n "$na" link set "$a" address 02:00:00:00:00:01 up
 ip -n "$nb" link set "$b" address 02:00:00:00:00:02 up
 # no addresses: A and B stay silent unless a test makes them send (no ARP, no ICMP)
@@ -51,6 +51,9 @@ dp_start() {
 	ip netns exec "$nd" timeout 60 "$dpt" --json --quiet "$@" >"$tmp/dp.json" 2>"$tmp/dp.err" &
 	dpp=$!
 	sleep 0.5
+	# (it runs for --duration: gone now, it could not start, as every later case would not)
+	kill -0 $dpp 2>/dev/null ||
+		{ wait $dpp; bad "uskb-dp $*: exit $?: $(cat "$tmp/dp.err")"; echo "stopped: every case runs uskb-dp"; exit 1; }
 }
 dp_wait() {
 	wait $dpp
@@ -66,7 +69,7 @@ send_ab() {
 	sleep 0.5
 	ip netns exec "$na" timeout 30 "$pg" -i "packet:$a" -q -n "$n" -s "$size" -m 02:00:00:00:00:02 \
 		-d 198.18.0.2 --ratep "$rate" "src_min 198.18.1.1" "src_max 198.18.1.$k" >/dev/null ||
-		bad "sender failed"
+		{ bad "sender failed"; kill $rxp 2>/dev/null; } # (nothing comes: the receiver is not waited out)
 	wait $rxp
 	rx=$(cat "$tmp/rx.json")
 }

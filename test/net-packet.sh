@@ -37,7 +37,8 @@ for mode in ring mmsg; do
 	f0=$(filtered_sockets "$nb")
 	ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/rx.pcap" -q 2>"$tmp/cap.err" &
 	cap=$!
-	capture_ready "$nb" "$tmp/cap.err" "$f0" || bad "$mode: tshark did not start"
+	capture_ready "$nb" "$tmp/cap.err" "$f0" $cap ||
+		{ bad "$mode: tshark did not start: $(cat "$tmp/cap.err")"; echo "stopped: every case captures"; exit 1; }
 	out=$(ip netns exec "$na" timeout 60 "$pg" -i "packet:${p}0:$mode" "${common[@]}" --ratep 50000 --json) ||
 		bad "$mode: uskb-pktgen failed"
 	sleep 0.5
@@ -65,7 +66,7 @@ done
 f0=$(filtered_sockets "$nb")
 ip netns exec "$nb" tshark -i "${p}1" -f "udp and dst port 9" -w "$tmp/src.pcap" -q 2>"$tmp/cap.err" &
 cap=$!
-capture_ready "$nb" "$tmp/cap.err" "$f0" || bad "tshark did not start"
+capture_ready "$nb" "$tmp/cap.err" "$f0" $cap || bad "tshark did not start: $(cat "$tmp/cap.err")"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -m 02:00:00:00:00:02 -d 198.18.0.2 >/dev/null ||
 	bad "IPv4 run without a source"
 ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 20 -6 -m 02:00:00:00:00:02 -d fd00::2 >/dev/null ||
@@ -132,7 +133,8 @@ out=$(ip netns exec "$na" timeout 20 "$pg" -i "packet:${p}0" -q -n 5 --imix "100
 # (and a half pair, as a cleanup cut short once left)
 "$net" up -p uv9999991 >/dev/null && ip netns del uv9999991-a || bad "netns-veth.sh up -p uv9999991"
 out=$(timeout 60 "$pg" --veth -n 500 -q --json 2>"$tmp/err")
-grep -q '"packets": 500,' <<<"$out" || bad "--veth: $out"
+grep -q '"packets": 500,' <<<"$out" ||
+	{ bad "--veth: $out $(cat "$tmp/err")"; echo "stopped: every later case makes a pair with --veth"; exit 1; }
 # the peer received exactly what was sent: the ends are quiet, nothing else arrives
 grep -q '"peer_received": 500[,}]' <<<"$out" || bad "--veth: JSON peer_received: $out"
 rx=$(sed -n 's/.* received \([0-9]*\) packets; the pair is removed$/\1/p' "$tmp/err")
@@ -154,14 +156,12 @@ vp=$!
 # interrupt once the pair exists (slow under sanitizers), then a little later
 for _ in $(seq 100); do
 	[ "$(ip netns list | grep -c '^uv[0-9]*-a' || true)" -gt "$before" ] && break
+	kill -0 $vp 2>/dev/null || break
 	sleep 0.1
 done
 sleep 0.5
 kill -INT $vp
-( sleep 60; kill -KILL $vp 2>/dev/null ) &
-guard=$!
-wait $vp || bad "--veth interrupted: exit $?"
-kill $guard 2>/dev/null
+wait_within 60 $vp || bad "--veth interrupted: exit $?"
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth interrupted left namespaces: $(ip netns list)"
 
@@ -181,6 +181,7 @@ for how in "INT 0.005" "INT 0.030" "INT 0.4" "KILL"; do
 	vp=$!
 	for _ in $(seq 100); do
 		ip netns list | grep -q "^uv$vp-b" && break
+		kill -0 $vp 2>/dev/null || break
 		sleep 0.1
 	done
 	sleep 0.3

@@ -24,7 +24,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 in_ns() { ip netns exec "$ns" "$@"; }
 rx_count() { cat "/sys/class/net/$1/statistics/rx_packets"; }
 
@@ -87,12 +86,18 @@ echo "tap:ut1: a frame longer than the MTU at open: dropped and counted"
 if command -v dpdk-testpmd >/dev/null; then
 	before=$(in_ns cat /sys/class/net/ut1/statistics/rx_packets)
 	# not through in_ns: $! must be uskb-vhost itself, for the SIGINT
-	ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d tap:ut1 --stats 0 --json >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d tap:ut1 --stats 0.2 --json >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
-	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
-	(sleep 2; echo) | timeout -k 5 60 dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskbtap$$" \
-		-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --forward-mode=txonly \
-		--txpkts=600 --nb-cores=1 --total-num-mbufs=16384 >"$tmp/tp.out" 2>&1 || bad "testpmd failed"
+	for _ in $(seq 50); do
+		[ -S "$tmp/vh.sock" ] && break
+		kill -0 $vp 2>/dev/null || break
+		sleep 0.1
+	done
+	# the guest sends until the backend has taken 20000 frames
+	testpmd_start "$tmp/tp" "$tmp/vh.sock" --forward-mode=txonly --txpkts=600
+	counter_wait "$tmp/vh.json" packets 20000 $tpp $vp ||
+		bad "uskb-vhost on tap: the backend took $(json_num packets "$(tail -n 1 "$tmp/vh.json")") of 20000: $(cat "$tmp/vh.err")"
+	testpmd_stop || bad "testpmd failed: $(tail -3 "$tmp/tp.out")"
 	kill -INT $vp
 	wait $vp || bad "uskb-vhost on tap: exit $?: $(cat "$tmp/vh.err")"
 	sent=$(sed -n 's/.*TX-packets: *\([0-9]*\).*/\1/p' "$tmp/tp.out" | head -1)

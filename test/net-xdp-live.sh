@@ -11,11 +11,11 @@
 #   two threads on two queues send their counts;
 # - each command the program cannot do is refused at start, naming it;
 #   an interface missing or down, a frame past the MTU, no privilege and
-#   a kernel without live frames (made by seccomp: helpers/no-live-frames)
+#   a kernel without live frames (made by seccomp: helpers/refuse)
 #   each give one clear line and a non-zero exit;
 # - on a kernel that refuses live frames (before 5.18: EINVAL; a lockdown
 #   or a BPF LSM: EPERM) it probes once and skips (77), saying why; it
-#   runs itself under helpers/no-live-frames EPERM to show that it does;
+#   runs itself under helpers/refuse to show that it does;
 # - no BPF program or map, and no XDP program on the interfaces, outlives
 #   the process: after the end, a Ctrl-C and a kill -9.
 # Needs root; skips (77) without it, without network namespaces, or in a
@@ -51,7 +51,6 @@ case $probe in
 	;;
 esac
 [ $rc = 0 ] || { echo "FAIL: one live frame: exit $rc: $probe"; echo "(every case would fail alike: stopped)"; exit 1; }
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 # no BPF object of ours left: no program or map by our names (bpftool), no XDP on the pair
 leftovers() {
 	local what=$1 left
@@ -89,9 +88,11 @@ capture() {
 	ip netns exec "$nb" timeout 30 tshark -q -B 64 -i "$b" -f udp -c "$n" -w "$tmp/cap.pcap" 2>"$tmp/ts.err" &
 	local tp=$! rx0
 	rx0=$(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets)
-	capture_ready "$nb" "$tmp/ts.err" "$f0" || bad "xdp-live $*: tshark did not start"
+	capture_ready "$nb" "$tmp/ts.err" "$f0" $tp ||
+		{ bad "xdp-live $*: tshark did not start: $(cat "$tmp/ts.err")"; echo "stopped: every case captures"; exit 1; }
+	# (a sender that failed sent nothing: the capture is not waited for)
 	ip netns exec "$na" timeout 30 "$pg" -q -i "xdp-live:$a" -n "$n" ${RATE:+--ratep $RATE} "$@" >"$tmp/out" 2>&1 ||
-		bad "xdp-live $*: exit $?: $(tail -3 "$tmp/out")"
+		{ bad "xdp-live $*: exit $?: $(tail -3 "$tmp/out")"; kill $tp; }
 	wait $tp || bad "xdp-live $*: tshark caught $(tshark -r "$tmp/cap.pcap" 2>/dev/null | wc -l) of $n frames ($b received $(($(ip netns exec "$nb" cat /sys/class/net/"$b"/statistics/rx_packets) - rx0)))"
 	fields "$tmp/cap.pcap" >"$tmp/live.txt"
 	# the capture's second and microsecond, the packet's (its pktgen header)
@@ -263,12 +264,12 @@ ip netns exec "$na" setpriv --reuid=65534 --regid=65534 --clear-groups --inh-cap
 rc=$?
 [ $rc = 5 ] && grep -q "needs root" "$tmp/err" || bad "unprivileged: exit $rc: $(cat "$tmp/err")"
 # a kernel before 5.18: its BPF_PROG_RUN says EINVAL to the live-frames flag; one whose policy
-# refuses (a lockdown, a BPF LSM) says EPERM (helpers/no-live-frames makes every test run say so
+# refuses (a lockdown, a BPF LSM) says EPERM (helpers/refuse makes every test run say so
 # through seccomp)
-nolive=$(dirname "$0")/helpers/no-live-frames
+refuser=$(dirname "$0")/helpers/refuse
 for e in "EINVAL:this kernel does not run XDP live frames .*: use xdp:$a$" \
 	"EPERM:live frames refused by this kernel (BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES: EPERM; .*): use xdp:$a$"; do
-	ip netns exec "$na" timeout 20 "$nolive" "${e%%:*}" "$pg" -q -n 10 -i "xdp-live:$a" >/dev/null 2>"$tmp/err"
+	ip netns exec "$na" timeout 20 "$refuser" live-frames "${e%%:*}" "$pg" -q -n 10 -i "xdp-live:$a" >/dev/null 2>"$tmp/err"
 	rc=$?
 	if [ $rc = 77 ]; then
 		echo "no live frames, ${e%%:*}: not tried: $(cat "$tmp/err")" # (no seccomp filter for this machine)
@@ -283,9 +284,9 @@ echo "errors: one line each"
 # that says why (USKB_LIVE_INNER: the run inside does not try this again)
 if [ -z "${USKB_LIVE_INNER:-}" ]; then
 	t0=${EPOCHREALTIME/./}
-	USKB_LIVE_INNER=1 timeout -k 5 60 "$nolive" EPERM "$0" >"$tmp/inner" 2>&1
+	USKB_LIVE_INNER=1 timeout -k 5 60 "$refuser" live-frames EPERM "$0" >"$tmp/inner" 2>&1
 	rc=$? ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
-	if [ $rc = 77 ] && grep -q "^no-live-frames: " "$tmp/inner"; then
+	if [ $rc = 77 ] && grep -q "^refuse: " "$tmp/inner"; then
 		echo "skip on a refusing kernel: not tried: $(cat "$tmp/inner")"
 	elif [ $rc = 77 ] && [ $ms -lt 10000 ] &&
 		[ "$(tail -1 "$tmp/inner")" = "skipped: this kernel refuses live-frames BPF_PROG_RUN (EPERM)" ]; then

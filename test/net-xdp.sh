@@ -7,13 +7,10 @@
 # receiver's counters agree with the interface's; frames over the MTU are
 # errors; no XDP program stays attached after a normal end, a Ctrl-C or a
 # kill -9; bad input gives one clear line and exit 5.
-# Needs root; skips (77) without it or without network namespaces.
+# Needs root; skips (77) without it, without network namespaces, in a build
+# without libxdp or on a kernel that refuses AF_XDP (one probe each way).
 set -u
 source "$(dirname "$0")/net-common.bash" x
-if "$pg" -i xdp:lo -n 1 -q 2>&1 | grep -q "built without libxdp"; then
-	echo "uskb was built without libxdp"
-	exit 77
-fi
 tmp=$(mktemp -d /tmp/uskb-xdp.XXXXXX)
 cleanup() {
 	"$net" down -p "$p" >/dev/null 2>&1
@@ -22,6 +19,10 @@ cleanup() {
 trap cleanup EXIT
 "$net" up -p "$p" -q 2 >/dev/null || { echo "FAIL: netns-veth.sh up"; exit 1; }
 na=$p-a nb=$p-b a=${p}0 b=${p}1
+# AF_XDP both ways, once: a build without libxdp, or a kernel that refuses
+# AF_XDP, fails every case below alike
+need "an AF_XDP receiver on $b" ip netns exec "$nb" "$pg" --rx "xdp:$b" -q --duration 0.2
+need "an AF_XDP sender on $a" ip netns exec "$na" "$pg" -i "xdp:$a" -q -n 1 -d 198.18.0.2
 N=3000
 send=(-q -n $N -s 1000 -m 02:00:00:00:00:02 -d 198.18.0.2 "src_min 198.18.0.1" "src_max 198.18.0.1")
 
@@ -30,7 +31,6 @@ no_xdp() {
 	! ip -n "$na" link show "$a" | grep -q xdp && ! ip -n "$nb" link show "$b" | grep -q xdp ||
 		bad "$1: an XDP program is still attached: $(ip -n "$nb" link show "$b")"
 }
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
 # every packet once: xdp: -> xdp:, packet: -> xdp:, xdp: -> packet:
 for pair in "xdp:$a xdp:$b" "packet:$a xdp:$b" "xdp:$a packet:$b" "xdp:$a:copy xdp:$b:1"; do
@@ -66,7 +66,11 @@ for d in "xdp:$a" "packet:$a"; do
 		"$pg" --rx "xdp:$b" -n $((2 * N)) --duration 30 --json >"$tmp/rx.json"
 	rxp=$!
 	# until the receiver's program is on (a sanitizer build starts slowly), then its sockets bind
-	for _ in $(seq 100); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
+	for _ in $(seq 100); do
+		ip -n "$nb" link show "$b" | grep -q xdp && break
+		kill -0 $rxp 2>/dev/null || break
+		sleep 0.1
+	done
 	wait_rx "$tmp/rx.err" $rxp || bad "two queues: the receiver did not start: $(cat "$tmp/rx.err")"
 	# packet: threads pinned: the kernel picks a frame's queue from the sending CPU, so an
 	# unpinned thread that moves spreads its stream over both queues, out of order
@@ -107,7 +111,11 @@ echo "one thread over two queues: $N sent and received"
 for sig in INT KILL; do
 	ip netns exec "$nb" "$pg" --rx "xdp:$b" -q >/dev/null 2>&1 &
 	rxp=$!
-	for _ in $(seq 50); do ip -n "$nb" link show "$b" | grep -q xdp && break; sleep 0.1; done
+	for _ in $(seq 50); do
+		ip -n "$nb" link show "$b" | grep -q xdp && break
+		kill -0 $rxp 2>/dev/null || break
+		sleep 0.1
+	done
 	ip -n "$nb" link show "$b" | grep -q xdp || bad "SIG$sig: the receiver attached nothing"
 	kill -$sig $rxp
 	wait $rxp 2>/dev/null

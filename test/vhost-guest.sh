@@ -36,15 +36,12 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 noports() { ip netns exec "$ns" awk '/^Udp: [0-9]/ { print $3 }' /proc/net/snmp; }
 
 ip netns add "$ns" || { echo "FAIL: ip netns add"; exit 1; }
 ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 ip -n "$ns" link set lo up
-ip netns exec "$ns" ip tuntap add dev "$tap" mode tap
+ip netns exec "$ns" ip tuntap add dev "$tap" mode tap || { echo "no tap device here (/dev/net/tun)"; exit 77; }
 ip -n "$ns" addr add 198.18.3.1/24 dev "$tap"
 ip -n "$ns" link set "$tap" up
 before=$(noports)
@@ -54,7 +51,12 @@ kib=1024
 
 ip netns exec "$ns" "$vht" -s "$tmp/vh.sock" -d "tap:$tap,csum" --stats 0 --json >"$tmp/vh.json" 2>"$tmp/vh.err" &
 vp=$!
-for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
+for _ in $(seq 50); do
+	[ -S "$tmp/vh.sock" ] && break
+	kill -0 $vp 2>/dev/null || break
+	sleep 0.1
+done
+[ -S "$tmp/vh.sock" ] || { echo "FAIL: uskb-vhost did not start: $(cat "$tmp/vh.err")"; exit 1; }
 # vectors=0: QEMU 7.2 under TCG crashes setting up MSI-X notifiers for vhost-user (INTx works)
 # shellcheck disable=SC2086 # the accelerator's options are words
 timeout 240 qemu-system-x86_64 -machine q35,memory-backend=mem $accel -m 256 -smp 1 \

@@ -15,28 +15,17 @@
 # No root needed; skips (77) without dpdk-testpmd or tshark.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/common.bash"
 vht=${USKB_VHOST:-$here/../tools/uskb-vhost}
 command -v dpdk-testpmd >/dev/null || { echo "no dpdk-testpmd (scripts/deps.sh --bench)"; exit 77; }
 command -v tshark >/dev/null || { echo "no tshark (scripts/deps.sh)"; exit 77; }
 tmp=$(mktemp -d /tmp/uskb-vhost.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-fail=0
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-json_num() { sed -n "s/.*\"$1\": \\([0-9]*\\).*/\\1/p" <<<"$2" | head -1; }
 
 # the backend's counter KEY in its latest stats line (--stats 0.2: one every 0.2 s)
 vh_now() { json_num "$1" "$(tail -n 1 "$tmp/vh.json")"; }
-# wait (60 s at most) until the backend's counter KEY reaches N, or PID (a peer) ends; 1 if not
-vh_wait() {
-	local key=$1 n=$2 pid=$3 c
-	for _ in $(seq 600); do
-		c=$(vh_now "$key")
-		[ -n "$c" ] && [ "$c" -ge "$n" ] && return 0
-		kill -0 "$pid" 2>/dev/null && kill -0 "$vp" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
+# wait until the backend's counter KEY reaches N, while PID (a peer) and the backend run
+vh_wait() { counter_wait "$tmp/vh.json" "$1" "$2" "$3" "$vp"; }
 # wait (10 s at most) for a stats line written after the call that shows no guest connected:
 # the one before has gone and all it sent is counted; $base: that line's packets
 vh_idle() {
@@ -50,25 +39,6 @@ vh_idle() {
 	done
 	return 1
 }
-# testpmd as a guest: started with its stdin on a pipe the test holds open, so that it runs
-# until the test has seen what it waits for (the backend's counters), however long its start
-# takes on a loaded machine; then Enter stops it. Its output in $tmp/OUT.out; $tpp its pid.
-testpmd_start() {
-	local out=$1
-	shift
-	rm -f "$tmp/$out.in"
-	mkfifo "$tmp/$out.in"
-	timeout -k 5 120 stdbuf -oL dpdk-testpmd --no-huge -m 512 --no-pci --no-telemetry --file-prefix "uskb$out$$" \
-		-l 0-1 --vdev "net_virtio_user0,path=$tmp/vh.sock,queues=1" -- --nb-cores=1 \
-		--total-num-mbufs=16384 "$@" <"$tmp/$out.in" >"$tmp/$out.out" 2>&1 &
-	tpp=$!
-	exec {tpin}>"$tmp/$out.in"
-}
-testpmd_stop() {
-	echo >&"$tpin"
-	exec {tpin}>&-
-	wait $tpp
-}
 # testpmd as the guest: txonly frames of SIZE bytes until the backend has taken N more
 # (or ended: --count); its TX-packets in $sent. It counts a frame once it is in the ring;
 # when it stops, GET_VRING_BASE stops the ring, and up to a ring's worth (256) it made
@@ -79,7 +49,7 @@ guest() {
 	local size=$1 n=$2 goes=${3:-}
 	sent=0
 	vh_idle || { bad "the backend is not idle before the guest's frames of $size bytes: $(cat "$tmp/vh.err")"; return; }
-	testpmd_start tp --forward-mode=txonly --txpkts="$size"
+	testpmd_start "$tmp/tp" "$tmp/vh.sock" --forward-mode=txonly --txpkts="$size"
 	vh_wait packets $((base + n)) $tpp || [ -n "$goes" ] ||
 		bad "the guest's $n frames of $size bytes: the backend took $(($(vh_now packets) - base))"
 	testpmd_stop || [ -n "$goes" ] || { bad "testpmd failed: $(tail -3 "$tmp/tp.out")"; return; }
@@ -96,7 +66,14 @@ vhost_start() {
 	rm -f "$tmp/vh.sock"
 	timeout -k 10 120 "$vht" -s "$tmp/vh.sock" --stats 0.2 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
-	for _ in $(seq 50); do [ -S "$tmp/vh.sock" ] && break; sleep 0.1; done
+	for _ in $(seq 50); do
+		[ -S "$tmp/vh.sock" ] && return 0
+		kill -0 $vp 2>/dev/null || break
+		sleep 0.1
+	done
+	bad "uskb-vhost $* did not start: $(cat "$tmp/vh.err")"
+	echo "stopped: every case serves a guest"
+	exit 1
 }
 # (timeout -k: a backend still running 10 s after the SIGINT is killed, and exits 137)
 vhost_stop() {
@@ -155,7 +132,7 @@ echo "--zcopy off: $pk frames copied"
 # below the ephemeral range (32768 on), where another test's connection may hold it
 port=$((20000 + $$ % 12700))
 vhost_start -d "udp:127.0.0.1:$port,listen"
-testpmd_start tpr --forward-mode=rxonly
+testpmd_start "$tmp/tpr" "$tmp/vh.sock" --forward-mode=rxonly
 # the guest is up once testpmd says it forwards, and the backend that it is connected
 for _ in $(seq 600); do
 	grep -q "Press enter to exit" "$tmp/tpr.out" && grep -q '"connected": true' <<<"$(tail -n 1 "$tmp/vh.json")" && break
