@@ -208,7 +208,7 @@ TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\" \
 	-DUSKB_NETNS_VETH_SRC=\"$(CURDIR)/scripts/netns-veth.sh\" \
 	-DUSKB_NETNS_VETH=\"$(DATADIR)/uskb/netns-veth.sh\"
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/*/*.h) src/lib/compiler.h Makefile
+$(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/*/*.h) src/lib/compiler.h src/lib/unixpath.h Makefile
 	@mkdir -p $(@D)
 	$(call quiet,CC,$<)
 	$(Q)$(CC) $(BASEFLAGS) -Isrc $(TOOL_FLAGS) $(CFLAGS) -c $< -o $@

@@ -11,7 +11,10 @@
 #  - a second connection after the first went: the counters go on;
 #  - the guest's receive: uskb-pktgen sends to the backend's udp: device,
 #    and testpmd (rxonly) counts every frame in its virtio-user port;
-#  - bad options give one line and exit 2; no leak (exit 0).
+#  - bad options give one line and exit 2 (-t 0 and -n 0 among them); a
+#    second backend on a live socket is refused (exit 2) and the first serves
+#    on; a killed backend's socket is replaced; a file there is left alone;
+#    no leak (exit 0).
 # No root needed; skips (77) without dpdk-testpmd or tshark.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -121,6 +124,11 @@ near "$zc" "$sent1" 1 && [ "$done" = "$zc" ] && near "$small" "$sent" 1 && [ "$p
 echo "null: $zc frames of 1000 bytes in place and completed, $small of 64 copied; counters across two connections"
 
 vhost_start -d null --zcopy off
+# a second backend on the live socket: refused (exit 2), the first serves on (the guest below)
+"$vht" -s "$tmp/vh.sock" -d null -t 1 >/dev/null 2>"$tmp/err2"
+rc=$?
+[ $rc = 2 ] && grep -q "a live process serves this socket" "$tmp/err2" ||
+	bad "a second backend on a live socket: exit $rc: $(cat "$tmp/err2")"
 guest 1000 100000
 vhost_stop "zcopy off"
 pk=$(json_num packets "$final")
@@ -155,7 +163,7 @@ echo "rx: 1000 frames from udp: into the guest's buffers, all received"
 check_usage() {
 	local want=$1
 	shift
-	"$vht" "$@" >/dev/null 2>"$tmp/err"
+	timeout -k 5 10 "$vht" "$@" >/dev/null 2>"$tmp/err"
 	local rc=$?
 	[ $rc = 2 ] && grep -q "$want" "$tmp/err" || bad "$*: exit $rc: $(cat "$tmp/err")"
 }
@@ -163,6 +171,21 @@ check_usage "are needed" -d null
 check_usage "give on or off" -s "$tmp/x.sock" -d null --zcopy maybe
 check_usage "is not a number" -s "$tmp/x.sock" -d null --stats x
 check_usage "unexpected argument" -s "$tmp/x.sock" -d null extra
+# 0 would read as "no limit"
+check_usage "give at least 0.001 seconds" -s "$tmp/x.sock" -d null -t 0
+check_usage "give at least 1" -s "$tmp/x.sock" -d null -n 0
+# a socket a killed backend left: replaced; a file that is no socket: left alone
+"$vht" -s "$tmp/x.sock" -d null -q >/dev/null 2>&1 &
+kp=$!
+for _ in $(seq 50); do [ -S "$tmp/x.sock" ] && break; sleep 0.1; done
+kill -KILL $kp
+wait $kp 2>/dev/null
+[ -S "$tmp/x.sock" ] || bad "a killed backend left no socket file to replace"
+"$vht" -s "$tmp/x.sock" -d null -t 0.2 -q >/dev/null 2>"$tmp/err" || bad "a stale socket: not replaced: $(cat "$tmp/err")"
+[ -e "$tmp/x.sock" ] && bad "the socket file outlived the backend"
+: >"$tmp/x.sock"
+check_usage "something other than a socket is there" -s "$tmp/x.sock" -d null
+[ -f "$tmp/x.sock" ] || bad "a file at the socket path was removed"
 "$vht" -s "$tmp/x.sock" -d nosuch:dev >/dev/null 2>"$tmp/err"
 [ $? = 1 ] && grep -q "nosuch" "$tmp/err" || bad "a bad device: $(cat "$tmp/err")"
 

@@ -15,10 +15,13 @@
  *    ahead, rings outside memory, bad memory tables (too many regions,
  *    missing fds, overlap, past the file's end), a message longer than any:
  *    each stops its queue (or is refused) with a message, and the next
- *    connection is served.
+ *    connection is served; loops are named loops (with bytes in their
+ *    pieces too), a long chain a long chain; features not offered are
+ *    refused with a line; RESET_OWNER is acked under REPLY_ACK.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/virtio_net.h>
 #include <linux/virtio_ring.h>
 #include <poll.h>
@@ -804,6 +807,26 @@ static void hostile(struct guest *g)
 	g->avail->ring[0] = 0;
 	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
 	expect_stop(g, "a descriptor loop", "descriptor loop");
+	/* loops of pieces with bytes: their pieces run out first, and they are still named loops */
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 1 };
+	g->desc[1] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "two descriptors that point at each other", "descriptor loop");
+	CHECK(guest_up(g, true));
+	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 0 };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a descriptor that points at itself", "descriptor loop");
+	/* and a chain that is only long: 70 pieces, no loop */
+	CHECK(guest_up(g, true));
+	for (unsigned int i = 0; i < 70; i++)
+		g->desc[i] = (struct vring_desc){ BUF_OFF + i * 16, 16, i < 69 ? VRING_DESC_F_NEXT : 0,
+						  (uint16_t)(i + 1) };
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, "a chain of 70 pieces", "a chain of more than 64 pieces");
 
 	/* a buffer that runs past guest memory */
 	CHECK(guest_up(g, true));
@@ -917,6 +940,35 @@ static void hostile(struct guest *g)
 	}
 	guest_down(g);
 	printf("hostile: bad memory tables, an unknown request, SET_LOG_BASE: refused\n");
+
+	/*
+	 * Features not offered: NAKed with a line that says which bits;
+	 * RESET_OWNER clears REPLY_ACK and still acks (a frontend waits for it)
+	 */
+	CHECK(guest_up(g, true));
+	{
+		char err[512] = "";
+		int saved = dup(2), fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
+		ssize_t n;
+
+		dup2(fd, 2);
+		put_u64(p, 1ull << 62);
+		CHECK_EQ(req_ack(g, 2, p, 8, NULL, 0), 1);
+		put_u64(p, 1ull << 60);
+		CHECK_EQ(req_ack(g, 16, p, 8, NULL, 0), 1);
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+		n = pread(fd, err, sizeof(err) - 1, 0);
+		err[n > 0 ? n : 0] = 0;
+		close(fd);
+		CHECK(strstr(err, "SET_FEATURES refused: bits 0x4000000000000000 were not offered") != NULL);
+		CHECK(strstr(err, "SET_PROTOCOL_FEATURES refused: bits 0x1000000000000000 were not offered") !=
+		      NULL);
+		CHECK_EQ(req_ack(g, 4, NULL, 0, NULL, 0), 0); /* RESET_OWNER */
+	}
+	guest_down(g);
+	printf("hostile: features not offered refused with a line; RESET_OWNER acked\n");
 
 	/* a message longer than any: the connection is closed */
 	CHECK(guest_up(g, true));

@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lib/unixpath.h"
 #include "uskb/dev.h"
 #include "vhost/priv.h"
 
@@ -277,8 +278,14 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		u = offered(vh);
 		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_FEATURES:
-		if (m->size < 8 || (m->p.u64 & ~offered(vh)))
+		if (m->size < 8 || (m->p.u64 & ~offered(vh))) {
+			if (m->size < 8)
+				fprintf(stderr, "uskb-vhost: SET_FEATURES refused: no value\n");
+			else
+				fprintf(stderr, "uskb-vhost: SET_FEATURES refused: bits %#llx were not offered\n",
+					(unsigned long long)(m->p.u64 & ~offered(vh)));
 			return -EINVAL;
+		}
 		vh->features = m->p.u64;
 		vh->hdr_len = vh->features & ((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_NET_F_MRG_RXBUF)) ?
 				      sizeof(struct virtio_net_hdr_mrg_rxbuf) : sizeof(struct virtio_net_hdr);
@@ -288,8 +295,14 @@ static int handle(struct uskb_vhost *vh, struct vu_msg *m, int *fds, unsigned in
 		u = offered_protocol;
 		return reply(vh, m, &u, 8) ? 1 : 2;
 	case VU_SET_PROTOCOL_FEATURES:
-		if (m->size < 8 || (m->p.u64 & ~offered_protocol))
+		if (m->size < 8 || (m->p.u64 & ~offered_protocol)) {
+			if (m->size < 8)
+				fprintf(stderr, "uskb-vhost: SET_PROTOCOL_FEATURES refused: no value\n");
+			else
+				fprintf(stderr, "uskb-vhost: SET_PROTOCOL_FEATURES refused: bits %#llx were "
+						"not offered\n", (unsigned long long)(m->p.u64 & ~offered_protocol));
 			return -EINVAL;
+		}
 		vh->protocol_features = m->p.u64;
 		return 0;
 	case VU_SET_OWNER:
@@ -411,7 +424,7 @@ static bool serve_one(struct uskb_vhost *vh)
 	struct iovec iov = { &m, VU_HDR };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 	ssize_t n = recvmsg(vh->cfd, &mh, MSG_CMSG_CLOEXEC);
-	bool ok = true;
+	bool ok = true, ack;
 	int r;
 
 	if (n <= 0)
@@ -444,11 +457,16 @@ static bool serve_one(struct uskb_vhost *vh)
 		}
 		got += (uint32_t)n;
 	}
+	/*
+	 * REPLY_ACK as it stood before the message or after it: RESET_OWNER
+	 * clears it and still owes its ack; SET_PROTOCOL_FEATURES may set it
+	 */
+	ack = vh->protocol_features & (1ull << VU_PROTOCOL_F_REPLY_ACK);
 	r = handle(vh, &m, fds, &nfds);
+	ack = ack || (vh->protocol_features & (1ull << VU_PROTOCOL_F_REPLY_ACK));
 	if (r == 1) {
 		ok = false;
-	} else if (r != 2 && (m.flags & VU_NEED_REPLY) &&
-		   (vh->protocol_features & (1ull << VU_PROTOCOL_F_REPLY_ACK))) {
+	} else if (r != 2 && (m.flags & VU_NEED_REPLY) && ack) {
 		/* (a request that has a reply of its own gets no ack besides) */
 		uint64_t status = r ? 1 : 0;
 
@@ -465,6 +483,7 @@ struct uskb_vhost *uskb_vhost_new(const struct uskb_vhost_config *cfg)
 {
 	struct uskb_vhost *vh;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int claim;
 
 	if (!cfg || !cfg->socket || !cfg->dev) {
 		snprintf(new_err, sizeof(new_err), "a socket path and a device are needed");
@@ -475,6 +494,16 @@ struct uskb_vhost *uskb_vhost_new(const struct uskb_vhost_config *cfg)
 		snprintf(new_err, sizeof(new_err), "%s: a socket path of at most %zu bytes", cfg->socket,
 			 sizeof(sa.sun_path) - 1);
 		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	/* a crashed run's socket goes; a live backend's, or a file, stays */
+	claim = uskb_unix_path_claim(cfg->socket, SOCK_STREAM);
+	if (claim) {
+		snprintf(new_err, sizeof(new_err), claim == -EADDRINUSE ?
+			 "%s: a live process serves this socket (another uskb-vhost?): not taken over" :
+			 claim == -ENOTSOCK ? "%s: something other than a socket is there: left alone" :
+			 "%s: %s", cfg->socket, strerror(-claim));
+		errno = -claim;
 		return NULL;
 	}
 	vh = calloc(1, sizeof(*vh));
@@ -496,13 +525,6 @@ struct uskb_vhost *uskb_vhost_new(const struct uskb_vhost_config *cfg)
 	strcpy(sa.sun_path, cfg->socket);
 	vh->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	vh->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	{
-		struct stat st;
-
-		/* a socket left by an earlier run goes; anything else there stays (bind says EADDRINUSE) */
-		if (!lstat(cfg->socket, &st) && S_ISSOCK(st.st_mode))
-			unlink(cfg->socket);
-	}
 	if (vh->stop_fd < 0 || vh->lfd < 0 || bind(vh->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(vh->lfd, 1)) {
 		int err = errno;

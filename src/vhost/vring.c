@@ -252,7 +252,8 @@ struct chain {
 	uint64_t len;
 };
 
-static bool add_piece(struct uskb_vhost *vh, struct vh_queue *q, struct chain *c, uint64_t gpa, uint32_t len)
+/* 0; -1: the queue broke; 1: no room for another piece (the caller says why) */
+static int add_piece(struct uskb_vhost *vh, struct vh_queue *q, struct chain *c, uint64_t gpa, uint32_t len)
 {
 	while (len) {
 		uint64_t n;
@@ -261,15 +262,29 @@ static bool add_piece(struct uskb_vhost *vh, struct vh_queue *q, struct chain *c
 		if (!p) {
 			__uskb_vh_fail(vh, q, "a buffer at %#llx (%u bytes) is outside guest memory",
 				       (unsigned long long)gpa, len);
-			return false;
+			return -1;
 		}
-		if (c->niov == VH_MAX_IOV) {
-			__uskb_vh_fail(vh, q, "a chain of more than %u pieces", VH_MAX_IOV);
-			return false;
-		}
+		if (c->niov == VH_MAX_IOV)
+			return 1;
 		c->iov[c->niov++] = (struct iovec){ p, (size_t)n };
 		gpa += n;
 		len -= (uint32_t)n;
+	}
+	return 0;
+}
+
+/*
+ * A chain filled every piece at descriptor @d of a table of @max: too long,
+ * or a loop (whose pieces run out before its count passes the table).
+ * Followed on without mapping: a chain that still goes on after @max more
+ * steps visits some descriptor twice. Only on this failure path.
+ */
+static bool loops(const struct vring_desc *tab, unsigned int max, struct vring_desc d)
+{
+	for (unsigned int k = 0; k <= max; k++) {
+		if (!(d.flags & VRING_DESC_F_NEXT) || d.next >= max)
+			return false;
+		memcpy(&d, (const void *)&tab[d.next], sizeof(d));
 	}
 	return true;
 }
@@ -327,8 +342,18 @@ static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struc
 			__uskb_vh_fail(vh, q, "a transmit chain of more than 64 KiB");
 			return false;
 		}
-		if (!add_piece(vh, q, c, d.addr, d.len))
+		switch (add_piece(vh, q, c, d.addr, d.len)) {
+		case 0:
+			break;
+		case 1:
+			if (loops(tab, max, d))
+				__uskb_vh_fail(vh, q, "a descriptor loop from head %u", head);
+			else
+				__uskb_vh_fail(vh, q, "a chain of more than %u pieces", VH_MAX_IOV);
 			return false;
+		default:
+			return false;
+		}
 		if (!(d.flags & VRING_DESC_F_NEXT))
 			return true;
 		i = d.next;

@@ -31,14 +31,16 @@ static const char usage[] =
 	"order, once the device is done with it. What DEVICE receives is copied into the\n"
 	"guest's receive buffers.\n"
 	"\n"
-	"  -s, --socket PATH     the vhost-user socket to create and listen on\n"
+	"  -s, --socket PATH     the vhost-user socket to create and listen on (a live\n"
+	"                        process's is refused; a dead one's replaced)\n"
 	"  -d, --dev DEVICE      the lower device (see uskb-pktgen(8) for the specs)\n"
 	"  -z, --zcopy on|off    send guest buffers in place (default on)\n"
 	"      --copybreak N     frames shorter than N bytes are copied (default 256)\n"
 	"      --max-pend N      at most N zero-copy buffers out per queue (default 128)\n"
 	"      --busy-poll USEC  after work, poll the rings for USEC microseconds before\n"
 	"                        sleeping until kicked (default 0: sleep at once)\n"
-	"  -t, --duration SECS   stop after SECS seconds (default: at SIGINT/SIGTERM)\n"
+	"  -t, --duration SECS   stop after SECS seconds, more than 0 (default: at\n"
+	"                        SIGINT/SIGTERM)\n"
 	"  -n, --count N         stop once N frames were taken from the guest and are back\n"
 	"      --stats SECS      print the counters every SECS seconds (0: only at the end)\n"
 	"  -j, --json            counters as one JSON object per line\n"
@@ -54,7 +56,7 @@ static const char usage[] =
 	"device's own counters (\"dev\": tx_packets, tx_dropped, tx_zc, tx_zc_copied,\n"
 	"tx_zc_fallback).\n"
 	"Exit status: 0, 1 for a failure while running (or objects left live), 2 for\n"
-	"bad usage.\n";
+	"bad usage or a socket path it may not take.\n";
 
 static struct uskb_vhost *vh;
 static struct uskb_vhost *volatile stop_vh; /* what a signal stops: cleared before it is freed */
@@ -181,10 +183,21 @@ int main(int argc, char **argv)
 		case 't':
 			if (!number("--duration", optarg, 1e7, &duration))
 				return 2;
+			/* 0 would read as "no limit": leave the option out for that */
+			if (duration < 0.001) {
+				fprintf(stderr, "uskb-vhost: --duration %s: give at least 0.001 seconds (without "
+						"-t, it runs until SIGINT)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'n':
 			if (!number("--count", optarg, 1e15, &v))
 				return 2;
+			if (v < 1) {
+				fprintf(stderr, "uskb-vhost: --count %s: give at least 1 (without -n, it runs "
+						"until SIGINT)\n", optarg);
+				return 2;
+			}
 			cfg.tx_limit = (uint64_t)v;
 			break;
 		case 'S':
@@ -214,9 +227,12 @@ int main(int argc, char **argv)
 	cfg.dev = dev;
 	vh = uskb_vhost_new(&cfg);
 	if (!vh) {
+		/* a socket path another process serves, or a file there: the command line's fault */
+		int rc = errno == EADDRINUSE || errno == ENOTSOCK || errno == ENAMETOOLONG ? 2 : 1;
+
 		fprintf(stderr, "uskb-vhost: %s\n", uskb_vhost_strerror(NULL));
 		uskb_dev_close(dev);
-		return 1;
+		return rc;
 	}
 	stop_vh = vh;
 	sigaction(SIGINT, &sa, NULL);
