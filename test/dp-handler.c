@@ -9,7 +9,12 @@
  * Ethernet, a packet claiming bytes past the message, a thread that does
  * not exist, garbage — and applies the one
  * good FLOW_CMD_NEW and EXECUTE: the frame comes out of port 2 and the
- * flow's next frames hit. It ends with no leak (exit 0).
+ * flow's next frames hit. An empty message is a bad reply, not the
+ * handler's end. A second datapath on the live socket is refused (exit 2);
+ * the socket file goes with the datapath. Without a handler: a dead run's
+ * socket is replaced, the wait ends with -d, and a file that is no socket
+ * is left alone; --rules of a directory is refused. It ends with no leak
+ * (exit 0).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -75,6 +81,32 @@ static ssize_t recv_wait(int fd, void *buf, size_t len, int ms)
 	if (poll(&p, 1, ms) <= 0)
 		return -1;
 	return recv(fd, buf, len, 0);
+}
+
+/*
+ * run CMD (a program and its arguments, for the shell) with its stderr into
+ * @err, for 20 s at most; its exit status (124: it ran out of time; -1: a
+ * signal); @secs: how long it took, when given
+ */
+static int run(const char *cmd, char *err, size_t len, double *secs)
+{
+	char line[PATH_MAX * 3 + 64], path[] = "/tmp/uskb-dph-err.XXXXXX";
+	struct timespec a, b;
+	int fd = mkstemp(path), st;
+	ssize_t n;
+
+	snprintf(line, sizeof(line), "timeout -k 5 20 %s 2>%s >/dev/null", cmd, path);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	st = system(line);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	if (secs)
+		*secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	n = fd >= 0 ? read(fd, err, len - 1) : -1;
+	err[n > 0 ? n : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* ---- messages ---- */
@@ -275,6 +307,9 @@ static void test_handler(const char *dp_path)
 		uskb_nla_put(m, OVS_FLOW_ATTR_KEY, mnl_attr_get_payload_len(u.key), mnl_attr_get_payload(u.key));
 		msg_send(hs, m);
 		nbad++;
+		/* an empty message: a bad reply, not the handler's end (the good answer below still counts) */
+		send(hs, junk, 0, MSG_NOSIGNAL);
+		nbad++;
 		/* garbage */
 		t_fill(junk, sizeof(junk), 5);
 		send(hs, junk, sizeof(junk), MSG_NOSIGNAL);
@@ -301,6 +336,20 @@ static void test_handler(const char *dp_path)
 		CHECK_EQ(n, FLEN);
 	}
 	CHECK_EQ(recv_wait(hs, buf, sizeof(buf), 300), -1);
+	/* a second datapath on the live socket: refused, the first one untouched */
+	{
+		char cmd[PATH_MAX * 3], err[512];
+		int rc;
+
+		snprintf(cmd, sizeof(cmd), "%s -p udp:127.0.0.1:%u,listen --handler-socket %s --quiet -d 1",
+			 dp_path, free_port(), sock);
+		rc = run(cmd, err, sizeof(err), NULL);
+		CHECK_EQ(rc, 2);
+		CHECK(strstr(err, "a live process serves this socket") != NULL);
+		CHECK(access(sock, F_OK) == 0);
+		send_to(tx, p1, frame, FLEN);
+		CHECK_EQ(recv_wait(rx2, buf, sizeof(buf), 5000), FLEN);
+	}
 stop:
 	kill(pid, SIGINT);
 out:
@@ -322,7 +371,7 @@ out:
 		sscanf(strstr(line, "\"bad_replies\"") ?: "", "\"bad_replies\": %llu, \"bad_frames\": %llu",
 		       &bad, &frames);
 		CHECK_EQ(bad, nbad);
-		CHECK_EQ(hit, 3);
+		CHECK_EQ(hit, 4); /* 3, and one after the second datapath was refused */
 		CHECK_EQ(missed, 1);
 		CHECK_EQ(executed, 1);
 		CHECK_EQ(flows, 1);
@@ -330,6 +379,8 @@ out:
 		if (t_failures)
 			fprintf(stderr, "dp-handler: uskb-dp said: %s", line);
 	}
+	/* the socket file went with the datapath */
+	CHECK(access(sock, F_OK) != 0);
 	close(tx);
 	if (rx2 >= 0)
 		close(rx2);
@@ -337,6 +388,52 @@ out:
 		close(hs);
 	unlink(out);
 	unlink(sock);
+	rmdir(dir);
+}
+
+/*
+ * Without a handler: a socket file a dead run left is replaced, the wait for
+ * the handler ends with the run's -d (with a line, exit 1), and the file
+ * goes; a path that is no socket is left alone (exit 2); --rules of a
+ * directory is refused (exit 2)
+ */
+static void test_no_handler(const char *dp_path)
+{
+	char dir[] = "/tmp/uskb-dph.XXXXXX", sock[PATH_MAX], cmd[PATH_MAX * 3], err[512];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	double secs = 0;
+	int fd, rc, f0 = t_failures;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sock, sizeof(sock), "%s/h.sock", dir);
+	/* a stale socket: bound, never listened on, its process gone */
+	strcpy(sa.sun_path, sock);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s -p udp:127.0.0.1:%u,listen --handler-socket %s --quiet -d 1", dp_path,
+		 free_port(), sock);
+	rc = run(cmd, err, sizeof(err), &secs);
+	CHECK_EQ(rc, 1);
+	CHECK(strstr(err, "no handler came within the run's 1 s") != NULL);
+	CHECK(secs > 0.9 && secs < 5);
+	CHECK(access(sock, F_OK) != 0);
+	if (t_failures > f0)
+		fprintf(stderr, "no handler: exit %d after %.1f s: %s\n", rc, secs, err);
+	/* a file that is not a socket: left alone */
+	fd = open(sock, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	rc = run(cmd, err, sizeof(err), NULL);
+	CHECK_EQ(rc, 2);
+	CHECK(strstr(err, "something other than a socket is there") != NULL);
+	CHECK(access(sock, F_OK) == 0);
+	unlink(sock);
+	/* rules from a directory */
+	snprintf(cmd, sizeof(cmd), "%s -p udp:127.0.0.1:%u,listen --rules %s --quiet -d 1", dp_path, free_port(),
+		 dir);
+	rc = run(cmd, err, sizeof(err), NULL);
+	CHECK_EQ(rc, 2);
+	CHECK(strstr(err, "Is a directory") != NULL);
 	rmdir(dir);
 }
 
@@ -357,6 +454,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	test_handler(path);
+	test_no_handler(path);
 	return t_end("dp-handler");
 }
 

@@ -16,9 +16,11 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <poll.h>
 #include <linux/genetlink.h>
 
 #include "dp.h"
+#include "lib/unixpath.h"
 
 static const char usage[] =
 	"Usage: uskb-dp -p PORT -p PORT [...] [OPTIONS]\n"
@@ -46,7 +48,8 @@ static const char usage[] =
 	"                         they are lost (default 256)\n"
 	"      --rules FILE       the handlers' rules, before the learning switch\n"
 	"      --handler-socket PATH  handlers in another process: serve upcalls on\n"
-	"                         this SOCK_SEQPACKET socket (uskb-dp --handler-of PATH)\n"
+	"                         this SOCK_SEQPACKET socket (uskb-dp --handler-of PATH),\n"
+	"                         waiting for it within -d; a live process's is refused\n"
 	"      --handler-of PATH  be that process: handle the upcalls of the datapath at PATH\n"
 	"      --upcall-pcap FILE write every upcall to FILE (pcap, LINKTYPE_NETLINK)\n"
 	"      --handler-stall MS handlers sleep MS before each upcall (to test loss)\n"
@@ -64,7 +67,7 @@ static const char usage[] =
 	"  -V, --version\n"
 	"\n"
 	"Exit status: 0, 1 for a failure while running (or objects left live at\n"
-	"the end), 2 for bad options.\n";
+	"the end), 2 for bad options, rules or a handler socket path it may not take.\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -367,6 +370,19 @@ static void *reader_main(void *arg)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		/*
+		 * A seqpacket socket reads 0 both at its end and for an empty
+		 * message: only a peer that hung up ends the handler; an empty
+		 * message is a bad reply, counted
+		 */
+		if (n == 0) {
+			struct pollfd pfd = { .fd = dp.hsock, .events = POLLRDHUP };
+
+			if (poll(&pfd, 1, 0) >= 0 && !(pfd.revents & (POLLRDHUP | POLLHUP))) {
+				cnt_add(&dp.ext_bad, 1);
+				continue;
+			}
+		}
 		if (n <= 0) {
 			if (!atomic_load(&dp.stop))
 				fprintf(stderr, "uskb-dp: the external handler went away\n");
@@ -382,28 +398,59 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* the socket file goes with the process, however it exits (a kill -9's is replaced by the next run) */
+static void unlink_handler_socket(void)
+{
+	unlink(dp.handler_socket);
+}
+
+/*
+ * Bind the handler socket (a live process's path is refused: exit 2) and
+ * wait for the handler, within the run's duration (-d) and until a signal
+ */
 static void serve_handler_socket(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int sndbuf = 4 << 20;
+	uint64_t end = dp.duration ? now_ns() + (uint64_t)(dp.duration * 1e9) : 0;
+	int sndbuf = 4 << 20, claim;
 
 	if (strlen(dp.handler_socket) >= sizeof(sa.sun_path))
 		die_usage("--handler-socket: path too long: %s", dp.handler_socket);
 	strcpy(sa.sun_path, dp.handler_socket);
-	unlink(sa.sun_path);
+	claim = uskb_unix_path_claim(dp.handler_socket, SOCK_SEQPACKET);
+	if (claim == -EADDRINUSE || claim == -ENOTSOCK) {
+		fprintf(stderr, "uskb-dp: --handler-socket %s: %s\n", dp.handler_socket,
+			claim == -EADDRINUSE ? "a live process serves this socket (another uskb-dp?): not "
+					       "taken over" :
+					       "something other than a socket is there: left alone");
+		exit(2);
+	}
 	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
 	    listen(listen_fd, 1)) {
 		fprintf(stderr, "uskb-dp: --handler-socket %s: %s\n", dp.handler_socket, strerror(errno));
 		exit(1);
 	}
+	atexit(unlink_handler_socket);
 	if (!dp.quiet)
 		fprintf(stderr, "uskb-dp: waiting for a handler on %s (uskb-dp --handler-of %s)\n",
 			dp.handler_socket, dp.handler_socket);
-	while ((dp.hsock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-		if (errno != EINTR || interrupted) {
-			fprintf(stderr, "uskb-dp: --handler-socket: %s\n",
-				interrupted ? "interrupted" : strerror(errno));
+	for (;;) {
+		struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+		uint64_t now = now_ns();
+		int ms = end ? (now >= end ? 0 : (int)((end - now) / 1000000) + 1) : -1;
+
+		if (end && now >= end) {
+			fprintf(stderr, "uskb-dp: --handler-socket %s: no handler came within the run's %g s\n",
+				dp.handler_socket, dp.duration);
+			exit(1);
+		}
+		if (poll(&pfd, 1, ms) > 0 &&
+		    (dp.hsock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+			break;
+		if (interrupted) {
+			fprintf(stderr, "uskb-dp: --handler-socket %s: interrupted while waiting for a handler\n",
+				dp.handler_socket);
 			exit(1);
 		}
 	}
@@ -534,6 +581,8 @@ int main(int argc, char **argv)
 	make_rings();
 	if (dp.upcall_pcap && pcap_open(dp.upcall_pcap))
 		return 1;
+	/* the run's -d counts from here: a wait for the external handler is part of it */
+	start = now_ns();
 	if (dp.handler_socket)
 		serve_handler_socket();
 	else if ((ret = handlers_start())) {
@@ -553,7 +602,6 @@ int main(int argc, char **argv)
 			dp.handler_socket ? "an external handler" : dp.nhandlers == 1 ? "1 handler" : "handlers",
 			dp.copy ? "copied" : "zero-copy");
 	}
-	start = now_ns();
 	next_stats = start + (uint64_t)(dp.stats_interval * 1e9);
 	while (!interrupted && !atomic_load(&dp.stop)) {
 		uint64_t now = now_ns();
@@ -576,7 +624,6 @@ int main(int argc, char **argv)
 		pthread_join(reader, NULL);
 		close(dp.hsock);
 		close(listen_fd);
-		unlink(dp.handler_socket);
 	} else {
 		handlers_stop();
 	}

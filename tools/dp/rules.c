@@ -229,6 +229,12 @@ int rules_load(const char *path)
 		}
 		nrules++;
 	}
+	/* a read that failed (a directory: EISDIR) is no empty rule set */
+	if (ferror(f)) {
+		fprintf(stderr, "uskb-dp: --rules %s: %s\n", path, strerror(errno));
+		fclose(f);
+		return -1;
+	}
 	fclose(f);
 	return 0;
 }
