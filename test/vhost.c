@@ -17,7 +17,8 @@
  *    each stops its queue (or is refused) with a message, and the next
  *    connection is served; loops are named loops (with bytes in their
  *    pieces too), a long chain a long chain; features not offered are
- *    refused with a line; RESET_OWNER is acked under REPLY_ACK.
+ *    refused with a line; RESET_OWNER is acked under REPLY_ACK; a message
+ *    cut short, or replies never read, cost the connection within 1 s.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -980,6 +981,40 @@ static void hostile(struct guest *g)
 		close(g->fd);
 	}
 	printf("hostile: a message of 100000 bytes: connection closed\n");
+
+	/* a message that stalls: 8 bytes announced, 3 sent; closed within the bound (1 s), not waited on */
+	CHECK(guest_up(g, true));
+	{
+		struct msg m = { 2, 1, 8 }; /* SET_FEATURES */
+
+		CHECK_EQ(send(g->fd, &m, 12 + 3, MSG_NOSIGNAL), 15);
+		CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+		close(g->fd);
+	}
+	printf("hostile: a message cut short: connection closed\n");
+
+	/* a frontend that never reads its replies: GET_FEATURES until its socket is full */
+	CHECK(guest_up(g, true));
+	{
+		struct msg m = { 1, 1, 0 };
+		int sent = 0;
+
+		/* as fast as the backend reads them, until it closes (its replies fill our socket first) */
+		for (int i = 0; i < 5000 && uskb_vhost_connected(vh); i++) {
+			ssize_t n = send(g->fd, &m, 12, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (n == 12)
+				sent++;
+			else if (n < 0 && errno == EAGAIN)
+				usleep(1000);
+			else
+				break;
+		}
+		CHECK(sent > 100);
+		CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+		close(g->fd);
+	}
+	printf("hostile: a frontend that takes no replies: connection closed\n");
 
 	/* and the next guest is served */
 	CHECK(guest_up(g, true));

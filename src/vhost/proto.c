@@ -180,12 +180,57 @@ static void disconnect(struct uskb_vhost *vh)
 	close_fd(&vh->cfd);
 }
 
+/*
+ * The control socket's bound: a message must arrive whole, and a reply be
+ * taken, within a second. A frontend that stalls mid-message or does not
+ * read its replies loses its connection, not the loop (nor the others
+ * waiting, the stats, -t or the signals).
+ */
+#define VU_CTL_MS 1000
+
+/* poll the control socket for @events until @deadline (ns); false: it did not come */
+static bool ctl_wait(struct uskb_vhost *vh, short events, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = { .fd = vh->cfd, .events = events };
+		uint64_t now = uskb_mono_ns();
+		int r;
+
+		if (now >= deadline)
+			return false;
+		r = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+		if (r > 0)
+			return true;
+		if (r < 0 && errno != EINTR)
+			return false;
+	}
+}
+
 static int reply(struct uskb_vhost *vh, const struct vu_msg *m, const void *payload, uint32_t size)
 {
 	struct vu_msg r = { .request = m->request, .flags = VU_VERSION | VU_REPLY, .size = size };
+	uint64_t deadline = uskb_mono_ns() + VU_CTL_MS * 1000000ull;
+	size_t sent = 0, len = VU_HDR + size;
 
 	memcpy(&r.p, payload, size);
-	return send(vh->cfd, &r, VU_HDR + size, MSG_NOSIGNAL) == (ssize_t)(VU_HDR + size) ? 0 : -EIO;
+	while (sent < len) {
+		ssize_t n = send(vh->cfd, (char *)&r + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			return -EIO;
+		if (!ctl_wait(vh, POLLOUT, deadline)) {
+			fprintf(stderr, "uskb-vhost: the frontend takes no replies (none for %u ms): closing\n",
+				VU_CTL_MS);
+			return -EIO;
+		}
+	}
+	return 0;
 }
 
 static int set_mem_table(struct uskb_vhost *vh, const struct vu_msg *m, int *fds, unsigned int nfds)
@@ -423,7 +468,8 @@ static bool serve_one(struct uskb_vhost *vh)
 	char cbuf[CMSG_SPACE(sizeof(fds))];
 	struct iovec iov = { &m, VU_HDR };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	ssize_t n = recvmsg(vh->cfd, &mh, MSG_CMSG_CLOEXEC);
+	ssize_t n = recvmsg(vh->cfd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	uint64_t deadline = uskb_mono_ns() + VU_CTL_MS * 1000000ull;
 	bool ok = true, ack;
 	int r;
 
@@ -450,12 +496,23 @@ static bool serve_one(struct uskb_vhost *vh)
 		goto out;
 	}
 	for (uint32_t got = 0; got < m.size;) {
-		n = recv(vh->cfd, (char *)&m.p + got, m.size - got, 0);
-		if (n <= 0) {
+		n = recv(vh->cfd, (char *)&m.p + got, m.size - got, MSG_DONTWAIT);
+		if (n > 0) {
+			got += (uint32_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || errno != EAGAIN) {
 			ok = false;
 			goto out;
 		}
-		got += (uint32_t)n;
+		if (!ctl_wait(vh, POLLIN, deadline)) {
+			fprintf(stderr, "uskb-vhost: request %u: %u of its %u bytes came within %u ms: closing\n",
+				m.request, got, m.size, VU_CTL_MS);
+			ok = false;
+			goto out;
+		}
 	}
 	/*
 	 * REPLY_ACK as it stood before the message or after it: RESET_OWNER
