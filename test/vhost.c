@@ -167,6 +167,7 @@ static struct uskb_vhost_qstats stats(void)
 #define RX_BUF_SZ 1024u
 
 static uint64_t extra_feats; /* MRG_RXBUF for the receive tests */
+static bool shrink_in_up;    /* guest_up: the memory file shrinks right after SET_MEM_TABLE */
 static bool no_event_idx;    /* the busy-poll test, with VRING_USED_F_NO_NOTIFY */
 
 struct guest {
@@ -285,6 +286,8 @@ static bool guest_up(struct guest *g, bool indirect)
 	memcpy(p + 8, &r, sizeof(r));
 	if (req_ack(g, 5, p, 8 + sizeof(r), &g->memfd, 1) != 0)
 		return false;
+	if (shrink_in_up)
+		CHECK_EQ(ftruncate(g->memfd, 0), 0);
 	st[0] = 1, st[1] = NUM;
 	send_msg(g, 8, 0, st, 8, NULL, 0);
 	st[1] = 0;
@@ -781,6 +784,33 @@ static void guest_rx(struct guest *g)
 
 /* ---- a hostile guest ---- */
 
+/* what the backend writes to stderr from here on goes into a file (its lines are checked) */
+struct grab {
+	int saved, fd;
+};
+
+static struct grab grab_stderr(void)
+{
+	struct grab gr = { dup(2), open("/tmp", O_TMPFILE | O_RDWR, 0600) };
+
+	fflush(stderr);
+	dup2(gr.fd, 2);
+	return gr;
+}
+
+/* stderr back; what was written meanwhile into @buf */
+static void grab_end(struct grab gr, char *buf, size_t len)
+{
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(gr.saved, 2);
+	close(gr.saved);
+	n = pread(gr.fd, buf, len - 1, 0);
+	buf[n > 0 ? n : 0] = 0;
+	close(gr.fd);
+}
+
 /* the queue stopped with an error saying @why, and the backend goes on */
 static void expect_stop(struct guest *g, const char *what, const char *why)
 {
@@ -948,21 +978,14 @@ static void hostile(struct guest *g)
 	 */
 	CHECK(guest_up(g, true));
 	{
-		char err[512] = "";
-		int saved = dup(2), fd = open("/tmp", O_TMPFILE | O_RDWR, 0600);
-		ssize_t n;
+		char err[512];
+		struct grab gr = grab_stderr();
 
-		dup2(fd, 2);
 		put_u64(p, 1ull << 62);
 		CHECK_EQ(req_ack(g, 2, p, 8, NULL, 0), 1);
 		put_u64(p, 1ull << 60);
 		CHECK_EQ(req_ack(g, 16, p, 8, NULL, 0), 1);
-		fflush(stderr);
-		dup2(saved, 2);
-		close(saved);
-		n = pread(fd, err, sizeof(err) - 1, 0);
-		err[n > 0 ? n : 0] = 0;
-		close(fd);
+		grab_end(gr, err, sizeof(err));
 		CHECK(strstr(err, "SET_FEATURES refused: bits 0x4000000000000000 were not offered") != NULL);
 		CHECK(strstr(err, "SET_PROTOCOL_FEATURES refused: bits 0x1000000000000000 were not offered") !=
 		      NULL);
@@ -1027,6 +1050,55 @@ static void hostile(struct guest *g)
 	CHECK_EQ(stats().errors, 0);
 	guest_down(g);
 	printf("hostile: the next guest is served\n");
+}
+
+/* ---- a frontend that shrinks its memory file (SIGBUS under the backend) ---- */
+
+static void shrink(struct guest *g)
+{
+	char err[2048];
+	struct grab gr = grab_stderr();
+
+	/* after SET_MEM_TABLE, before the rings: the ring set-up reads pages that are gone */
+	shrink_in_up = true;
+	(void)guest_up(g, true); /* (the backend closes it on the way) */
+	shrink_in_up = false;
+	CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+	close(g->fd);
+	CHECK_EQ(ftruncate(g->memfd, MEM), 0);
+
+	/* during traffic: frames out in place, the file shrinks, they complete into a used ring gone */
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < 10; i++)
+		post(g, 500, (unsigned int)i, 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == 10));
+	CHECK_EQ(ftruncate(g->memfd, 0), 0);
+	release(NULL);
+	kick(g);
+	CHECK(WAIT_FOR(!uskb_vhost_connected(vh)));
+	close(g->fd);
+	CHECK_EQ(ftruncate(g->memfd, MEM), 0);
+	grab_end(gr, err, sizeof(err));
+	{
+		const char *a = strstr(err, "memory file shrank");
+
+		CHECK(a && strstr(a + 1, "memory file shrank"));
+		if (!a)
+			fprintf(stderr, "shrink: the backend said: %s\n", err);
+	}
+
+	/* the next guest is served */
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < 10; i++)
+		post(g, 500, (unsigned int)i, 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == 10));
+	release(NULL);
+	CHECK(WAIT_FOR(used_idx(g) == 10));
+	guest_down(g);
+	printf("shrink: a memory file shrunk before the rings and during traffic: each connection closed, "
+	       "the next served\n");
 }
 
 /* ---- busy polling: no kicks wanted while the backend spins ---- */
@@ -1115,6 +1187,7 @@ int main(void)
 	tso(&g);
 	guest_rx(&g);
 	hostile(&g);
+	shrink(&g);
 	busy_poll(&g);
 
 	uskb_vhost_stop(vh);

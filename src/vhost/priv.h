@@ -76,6 +76,7 @@ struct uskb_vhost {
 	uint64_t spin_until;	/* ... until then (CLOCK_MONOTONIC ns) */
 	unsigned int spins;	/* rounds spun: the socket is looked at every 64 (across calls) */
 	bool abandoned;		/* chains never came back: guest memory stays mapped, vh is not freed */
+	atomic_bool mem_lost;	/* a region's file shrank under it: SIGBUS, recovered (guard.c) */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;
 	bool owner;
@@ -122,5 +123,8 @@ USKB_HIDDEN bool __uskb_vh_rx(struct uskb_vhost *vh, struct vh_queue *q);
 USKB_HIDDEN void __uskb_vh_fail(struct uskb_vhost *vh, struct vh_queue *q, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 USKB_HIDDEN void __uskb_vh_publish(struct uskb_vhost *vh);
+/* guard.c: a region's mapping watched for SIGBUS, which sets *@lost; 0 or -ENOSPC */
+USKB_HIDDEN int __uskb_vh_guard_add(void *map, size_t len, atomic_bool *lost);
+USKB_HIDDEN void __uskb_vh_guard_del(void *map);
 
 #endif

@@ -143,9 +143,12 @@ static bool unmap_all(struct uskb_vhost *vh)
 		vh->nregions = 0;
 		return false;
 	}
-	for (unsigned int i = 0; i < vh->nregions; i++)
+	for (unsigned int i = 0; i < vh->nregions; i++) {
+		__uskb_vh_guard_del(vh->reg[i].map);
 		munmap(vh->reg[i].map, vh->reg[i].map_len);
+	}
 	vh->nregions = 0;
+	atomic_store(&vh->mem_lost, false);
 	return true;
 }
 
@@ -281,13 +284,17 @@ static int set_mem_table(struct uskb_vhost *vh, const struct vu_msg *m, int *fds
 		size_t len = (size_t)(r->mmap_offset + r->size);
 		void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
 
-		if (map == MAP_FAILED) {
-			int err = errno;
+		if (map == MAP_FAILED || __uskb_vh_guard_add(map, len, &vh->mem_lost)) {
+			int err = map == MAP_FAILED ? errno : ENOSPC;
 
+			if (map != MAP_FAILED)
+				munmap(map, len);
 			fprintf(stderr, "uskb-vhost: SET_MEM_TABLE: mapping region %u (%zu bytes): %s\n", i, len,
 				strerror(err));
-			while (i--)
+			while (i--) {
+				__uskb_vh_guard_del(reg[i].map);
 				munmap(reg[i].map, reg[i].map_len);
+			}
 			return -err;
 		}
 		reg[i] = (struct vh_region){ .gpa = r->gpa, .size = r->size, .uva = r->uva,
@@ -697,6 +704,12 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
+		/* a region's file shrank under it (guard.c): zeros there now; this frontend goes */
+		if (uskb_unlikely(atomic_load_explicit(&vh->mem_lost, memory_order_relaxed)) && vh->cfd >= 0) {
+			fprintf(stderr, "uskb-vhost: the frontend's memory file shrank under its mapping (SIGBUS "
+					"in guest memory): closing\n");
+			disconnect(vh);
+		}
 		vh->spinning = now < vh->spin_until;
 		/* spinning, the socket and the stop are looked at every 64 rounds, without a wait */
 		if (!vh->spinning || !(++vh->spins % 64)) {
