@@ -11,6 +11,8 @@
 #  - a second connection after the first went: the counters go on;
 #  - the guest's receive: uskb-pktgen sends to the backend's udp: device,
 #    and testpmd (rxonly) counts every frame in its virtio-user port;
+#  - the lower device fails (a tcp: peer killed mid-run): a line says why,
+#    the drops are counted, and the exit is 1;
 #  - bad options give one line and exit 2 (-t 0 and -n 0 among them); a
 #    second backend on a live socket is refused (exit 2) and the first serves
 #    on; a killed backend's socket is replaced; a file there is left alone;
@@ -158,6 +160,30 @@ got=$(sed -n 's/.*RX-packets: *\([0-9]*\).*/\1/p' "$tmp/tpr.out" | head -1)
 [ "$got" = 1000 ] && [ "$(json_num rx_packets "$final")" = 1000 ] && [ "$(json_num rx_bytes "$final")" = 700000 ] ||
 	bad "rx: 1000 frames sent, testpmd received $got: $final"
 echo "rx: 1000 frames from udp: into the guest's buffers, all received"
+
+# ---- the lower device fails: a tcp: peer resets mid-run ----
+# said in a line, the drops counted, and the exit is no success
+port2=$((port + 1))
+pgt=${USKB_PKTGEN:-$here/../tools/uskb-pktgen}
+start_rx "$tmp/prx.err" "$pgt" --rx "tcp:127.0.0.1:$port2,listen" --duration 60 --json >/dev/null
+prx=$!
+wait_rx "$tmp/prx.err" $prx || bad "device fails: the tcp: peer did not start: $(cat "$tmp/prx.err")"
+vhost_start -d "tcp:127.0.0.1:$port2"
+testpmd_start "$tmp/tpf" "$tmp/vh.sock" --forward-mode=txonly --txpkts=1500
+vh_wait packets 10000 $tpp || bad "device fails: the backend took $(vh_now packets) frames before the reset"
+kill -KILL $prx
+wait $prx 2>/dev/null
+vh_wait dropped 1000 $tpp || bad "device fails: $(vh_now dropped) frames dropped after the peer went"
+testpmd_stop >/dev/null
+kill -INT $vp
+wait $vp
+rc=$?
+final=$(grep '"final": true' "$tmp/vh.json")
+[ $rc = 1 ] && grep -q "the device drops frames: the peer went away" "$tmp/vh.err" &&
+	grep -q "the device failed during the run ([0-9]* frames dropped)" "$tmp/vh.err" &&
+	[ "$(json_num dropped "$final")" -ge 1000 ] ||
+	bad "device fails: exit $rc, $(json_num dropped "$final") dropped: $(cat "$tmp/vh.err")"
+echo "device fails: the tcp: peer reset mid-run: said, $(json_num dropped "$final") drops counted, exit 1"
 
 # ---- bad usage ----
 check_usage() {

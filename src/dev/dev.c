@@ -309,8 +309,12 @@ int uskb_dev_rx(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs, in
 		return 0;
 	dev_err[0] = 0;
 	n = dev->ops->rx(dev, queue, skbs, max, timeout_ms);
-	/* unlikely: a receive that failed says why in the device too */
-	if (uskb_unlikely(n < 0 && n != -EINTR)) {
+	/*
+	 * unlikely: a receive that failed says why in the device too; not a
+	 * down device's, whose failure repeats the reason it keeps already
+	 * (and would wrap it again at every call)
+	 */
+	if (uskb_unlikely(n < 0 && n != -EINTR) && uskb_dev_running(dev)) {
 		char buf[64];
 
 		__uskb_dev_error(dev, "queue %u: %s", queue,

@@ -85,6 +85,7 @@ struct uskb_vhost {
 	struct vh_queue q[VH_MAX_QUEUES];
 	unsigned int hdr_len;	/* virtio-net header: 12 with VERSION_1 or MRG_RXBUF, else 10 */
 	char err[256];
+	char dev_err[160];	/* the device's last error when it last dropped a frame (said once) */
 	pthread_mutex_t stats_lock;
 	struct uskb_vhost_qstats pub[VH_MAX_QUEUES];
 };

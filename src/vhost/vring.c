@@ -535,6 +535,23 @@ static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_p
 	return skb;
 }
 
+/*
+ * The device dropped a frame: counted; and what it says went wrong (a peer
+ * gone, an interface down) said once, each time it says something new, so
+ * that a device that fails is never only a number (the failure path only:
+ * the error is read under the device's lock)
+ */
+static void dev_dropped(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	char e[sizeof(vh->dev_err)];
+
+	q->st.dropped++;
+	if (uskb_dev_last_error(vh->cfg.dev, e, sizeof(e)) > 0 && strcmp(e, vh->dev_err)) {
+		memcpy(vh->dev_err, e, sizeof(e));
+		fprintf(stderr, "uskb-vhost: the device drops frames: %s\n", e);
+	}
+}
+
 /* hand @n skbs to the device; those it is too busy for wait in the backlog. false: still busy */
 static bool send(struct uskb_vhost *vh, struct vh_queue *q, struct uskb **skbs, unsigned int n)
 {
@@ -546,8 +563,8 @@ static bool send(struct uskb_vhost *vh, struct vh_queue *q, struct uskb **skbs, 
 	for (unsigned int i = 0; i < n; i++) {
 		if (res[i] == USKB_XMIT_BUSY)
 			q->backlog[q->nbacklog++] = skbs[i];
-		else if (res[i] == USKB_XMIT_DROP)
-			q->st.dropped++;
+		else if (uskb_unlikely(res[i] == USKB_XMIT_DROP))
+			dev_dropped(vh, q);
 	}
 	uskb_dev_flush(vh->cfg.dev, 0);
 	return !q->nbacklog;

@@ -274,6 +274,18 @@ int main(int argc, char **argv)
 	stop_vh = NULL; /* a signal from now on stops nothing: the stop eventfd goes */
 	uskb_vhost_free(vh); /* waits for the device's completions */
 	vh = NULL;
+	{
+		/* a device that failed and dropped frames for it: said, and no success */
+		struct uskb_dev_stats d;
+		char e[160];
+
+		uskb_dev_get_stats(dev, -1, &d);
+		if (d.tx_dropped && uskb_dev_last_error(dev, e, sizeof(e)) > 0) {
+			fprintf(stderr, "uskb-vhost: the device failed during the run (%" PRIu64
+					" frames dropped): %s\n", d.tx_dropped, e);
+			status = 1;
+		}
+	}
 	uskb_dev_close(dev);
 	if (!uskb_stats_all_freed()) {
 		fprintf(stderr, "uskb-vhost: live objects remain at the end (a leak)\n");
