@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -1101,6 +1102,60 @@ static void shrink(struct guest *g)
 	       "the next served\n");
 }
 
+/*
+ * ---- chains the device never gives back when their frontend goes ----
+ * The drain waits for them 10 s by the clock, a stop ends the wait at once
+ * (Ctrl-C in uskb-vhost); they are kept with their memory, and the next
+ * frontend is served (its SET_MEM_TABLE was NAKed for good once).
+ */
+static void kept_chains(struct guest *g)
+{
+	struct uskb_vhost_config cfg = { .dev = &hold_dev, .socket = sock_path };
+	char err[1024];
+	struct grab gr;
+	struct timespec a, b;
+
+	/* a backend of its own: the earlier tests' copied completions would make it copy (the err rule) */
+	uskb_vhost_stop(vh);
+	pthread_join(vh_thread, NULL);
+	uskb_vhost_free(vh);
+	vh = uskb_vhost_new(&cfg);
+	CHECK(vh != NULL);
+	if (!vh)
+		return;
+	pthread_create(&vh_thread, NULL, serve, NULL);
+	gr = grab_stderr();
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < 10; i++)
+		post(g, 500, (unsigned int)i, 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == 10));
+	close(g->fd); /* the frontend goes, ten chains out */
+	usleep(300000);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	uskb_vhost_stop(vh);
+	pthread_join(vh_thread, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CHECK(b.tv_sec - a.tv_sec < 2); /* not the drain's 10 s */
+	CHECK(!uskb_vhost_connected(vh));
+	grab_end(gr, err, sizeof(err));
+	CHECK(strstr(err, "queue 1: 10 chains still out at a stop: kept") != NULL);
+	if (!strstr(err, "at a stop"))
+		fprintf(stderr, "kept chains: the backend said: %s\n", err);
+
+	/* served again: the next frontend's memory table is taken, its frames go */
+	pthread_create(&vh_thread, NULL, serve, NULL);
+	CHECK(guest_up(g, true));
+	for (int i = 0; i < 10; i++)
+		post(g, 500, (unsigned int)i, 2);
+	kick(g);
+	CHECK(WAIT_FOR(held() == 20));
+	release(NULL); /* the kept ten complete too: freed at the next table, or at the end */
+	CHECK(WAIT_FOR(used_idx(g) == 10));
+	guest_down(g);
+	printf("kept chains: a stop ends the drain at once; the next frontend is served\n");
+}
+
 /* ---- busy polling: no kicks wanted while the backend spins ---- */
 
 /* the avail event: where the backend wants a kick (EVENT_IDX) */
@@ -1188,6 +1243,7 @@ int main(void)
 	guest_rx(&g);
 	hostile(&g);
 	shrink(&g);
+	kept_chains(&g);
 	busy_poll(&g);
 
 	uskb_vhost_stop(vh);

@@ -41,6 +41,16 @@ struct vh_pend {
 	struct uskb_page pages[USKB_MAX_SKB_FRAGS];
 };
 
+/* the chains a stopped queue could not wait for, and the memory they point into */
+struct vh_kept {
+	struct vh_kept *next;
+	struct vh_pend *pend;
+	uint32_t head, tail;	/* the entries still out: tail .. head - 1 (mod num) */
+	uint16_t num;
+	unsigned int nregions;
+	struct vh_region reg[VH_MAX_REGIONS];
+};
+
 struct vh_queue {
 	unsigned int idx;
 	uint16_t num;
@@ -75,7 +85,16 @@ struct uskb_vhost {
 	bool spinning;		/* busy polling: the rings are looked at again without a kick */
 	uint64_t spin_until;	/* ... until then (CLOCK_MONOTONIC ns) */
 	unsigned int spins;	/* rounds spun: the socket is looked at every 64 (across calls) */
-	bool abandoned;		/* chains never came back: guest memory stays mapped, vh is not freed */
+	/*
+	 * Chains the device had not given back when their connection went
+	 * (after the drain's bound): their entries, and the guest memory their
+	 * frags point into, are kept until the device completes them all
+	 * (proto.c: reap_kept); the next frontend is served meanwhile.
+	 * keep_maps: the connection going now left some; its regions join
+	 * the newest record instead of being unmapped.
+	 */
+	struct vh_kept *kept;
+	bool keep_maps;
 	atomic_bool mem_lost;	/* a region's file shrank under it: SIGBUS, recovered (guard.c) */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;

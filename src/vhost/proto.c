@@ -135,13 +135,67 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* the guest's memory goes: nothing may point into it any more */
-static bool unmap_all(struct uskb_vhost *vh)
+/* every chain of a kept record is back */
+static bool kept_done(const struct vh_kept *k)
 {
-	if (vh->abandoned) {
-		/* chains that never came back: keep the memory rather than free it under a frag */
+	for (uint32_t i = k->tail; i != k->head; i++)
+		if (!atomic_load_explicit(&k->pend[i % k->num].done, memory_order_acquire))
+			return false;
+	return true;
+}
+
+/*
+ * Free the kept chains the device has completed since (a record once all
+ * of its are), and unmap the guest memory they pointed into; how many
+ * records remain. Memory goes with the record its connection's regions
+ * joined, and only once no record without regions is left (a queue of the
+ * same connection whose frags may point into it).
+ */
+static unsigned int reap_kept(struct uskb_vhost *vh)
+{
+	unsigned int left = 0, bare = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		struct vh_kept **pp = &vh->kept;
+
+		left = 0;
+		while (*pp) {
+			struct vh_kept *k = *pp;
+
+			if ((k->nregions && (pass == 0 || bare)) || !kept_done(k)) {
+				bare += pass == 0 && !k->nregions;
+				left++;
+				pp = &k->next;
+				continue;
+			}
+			for (unsigned int r = 0; r < k->nregions; r++) {
+				__uskb_vh_guard_del(k->reg[r].map);
+				munmap(k->reg[r].map, k->reg[r].map_len);
+			}
+			free(k->pend);
+			*pp = k->next;
+			free(k);
+		}
+	}
+	return left;
+}
+
+/* the guest's memory goes: nothing may point into it any more */
+static void unmap_all(struct uskb_vhost *vh)
+{
+	if (vh->keep_maps) {
+		/*
+		 * Chains that never came back: their memory goes with them, not
+		 * under a frag (without a record, out of memory: never)
+		 */
+		if (vh->kept && !vh->kept->nregions) {
+			memcpy(vh->kept->reg, vh->reg, vh->nregions * sizeof(vh->reg[0]));
+			vh->kept->nregions = vh->nregions;
+		}
 		vh->nregions = 0;
-		return false;
+		vh->keep_maps = false;
+		atomic_store(&vh->mem_lost, false);
+		return;
 	}
 	for (unsigned int i = 0; i < vh->nregions; i++) {
 		__uskb_vh_guard_del(vh->reg[i].map);
@@ -149,7 +203,6 @@ static bool unmap_all(struct uskb_vhost *vh)
 	}
 	vh->nregions = 0;
 	atomic_store(&vh->mem_lost, false);
-	return true;
 }
 
 static void stop_queues(struct uskb_vhost *vh)
@@ -277,8 +330,9 @@ static int set_mem_table(struct uskb_vhost *vh, const struct vu_msg *m, int *fds
 	/* the old table goes only once nothing points into it */
 	atomic_store(&vh->connected, false);
 	stop_queues(vh);
-	if (!unmap_all(vh))
-		return -EBUSY;
+	unmap_all(vh);
+	/* what the device completed since of earlier connections' kept chains goes now */
+	reap_kept(vh);
 	for (unsigned int i = 0; i < n; i++) {
 		const struct vu_region *r = &m->p.mem.r[i];
 		size_t len = (size_t)(r->mmap_offset + r->size);
@@ -767,8 +821,8 @@ void uskb_vhost_free(struct uskb_vhost *vh)
 	close(vh->lfd);
 	close(vh->stop_fd);
 	unlink(vh->path);
-	if (vh->abandoned) {
-		/* completions of chains the device never gave back still reach vh->q */
+	if (reap_kept(vh)) {
+		/* completions of chains the device never gave back still reach their entries */
 		fprintf(stderr, "uskb-vhost: the device never completed some chains: the backend's memory is left\n");
 		return;
 	}

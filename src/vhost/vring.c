@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -131,17 +132,48 @@ int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
 	return 0;
 }
 
-/* retire until nothing is out (or give up after @ms): the device still holds guest memory */
+/* a stop was asked for (uskb_vhost_stop(): the eventfd is read by the loop, not here) */
+static bool stop_asked(const struct uskb_vhost *vh)
+{
+	struct pollfd p = { .fd = vh->stop_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/*
+ * Retire until nothing is out: the device still holds guest memory. Gives
+ * up after @ms by the clock, or at once when a stop is asked for.
+ */
 static bool drain(struct uskb_vhost *vh, struct vh_queue *q, unsigned int ms)
 {
-	for (unsigned int i = 0; i <= ms; i++) {
+	uint64_t end = uskb_mono_ns() + (uint64_t)ms * 1000000;
+
+	for (;;) {
 		uskb_dev_flush(vh->cfg.dev, 0);
 		__uskb_vh_retire(vh, q);
 		if (q->pend_head == q->pend_tail)
 			return true;
+		if (uskb_mono_ns() >= end || stop_asked(vh))
+			return false;
 		usleep(1000);
 	}
-	return false;
+}
+
+/* the chains still out of a queue that stops: kept, with their entries, for their completions */
+static void keep(struct uskb_vhost *vh, struct vh_queue *q)
+{
+	struct vh_kept *k = calloc(1, sizeof(*k));
+
+	vh->keep_maps = true;
+	if (!k) {
+		/* without a record they cannot be freed later: kept for good (a leak, never a free under them) */
+		fprintf(stderr, "uskb-vhost: queue %u: out of memory: %u chains kept for good\n", q->idx,
+			q->pend_head - q->pend_tail);
+		return;
+	}
+	*k = (struct vh_kept){ .next = vh->kept, .pend = q->pend, .head = q->pend_head, .tail = q->pend_tail,
+			       .num = q->num };
+	vh->kept = k;
 }
 
 void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
@@ -160,12 +192,14 @@ void __uskb_vh_queue_stop(struct uskb_vhost *vh, struct vh_queue *q)
 	if (q->started && !drain(vh, q, 10000)) {
 		/*
 		 * The device still holds them: their entries stay where they
-		 * are for the completions (a leak, not a free or a reuse under
-		 * them), and so do guest memory and the backend itself.
+		 * are for the completions, and so does the guest memory their
+		 * frags point into, until the device gives them all back
+		 * (never a free or a reuse under them).
 		 */
-		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out after 10 s: guest memory stays "
-				"mapped\n", q->idx, q->pend_head - q->pend_tail);
-		vh->abandoned = true;
+		fprintf(stderr, "uskb-vhost: queue %u: %u chains still out %s: kept, with their guest memory, "
+				"until the device completes them\n", q->idx, q->pend_head - q->pend_tail,
+			stop_asked(vh) ? "at a stop" : "after 10 s");
+		keep(vh, q);
 	} else {
 		free(q->pend);
 	}
