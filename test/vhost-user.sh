@@ -179,7 +179,7 @@ kill -INT $vp
 wait $vp
 rc=$?
 final=$(grep '"final": true' "$tmp/vh.json")
-[ $rc = 1 ] && grep -q "the device drops frames: the peer went away" "$tmp/vh.err" &&
+[ $rc = 1 ] && grep -q "the device failed, its frames are dropped from now on: the peer went away" "$tmp/vh.err" &&
 	grep -q "the device failed during the run ([0-9]* frames dropped)" "$tmp/vh.err" &&
 	[ "$(json_num dropped "$final")" -ge 1000 ] ||
 	bad "device fails: exit $rc, $(json_num dropped "$final") dropped: $(cat "$tmp/vh.err")"

@@ -44,8 +44,10 @@ static struct sigaction before;
 static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
 	uintptr_t a = (uintptr_t)si->si_addr;
+	int saved = errno;
 
-	for (unsigned int i = 0; i < GUARD_SLOTS; i++) {
+	/* (si_code > 0: a fault, not a kill -BUS) */
+	for (unsigned int i = 0; si->si_code > 0 && i < GUARD_SLOTS; i++) {
 		uintptr_t s = atomic_load_explicit(&slots[i].start, memory_order_acquire);
 		uintptr_t e = atomic_load_explicit(&slots[i].end, memory_order_relaxed);
 
@@ -55,16 +57,21 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 			 0) == MAP_FAILED)
 			break;
 		atomic_store(atomic_load(&slots[i].lost), true);
+		errno = saved;
 		return;
 	}
 	if ((before.sa_flags & SA_SIGINFO) && before.sa_sigaction) {
 		before.sa_sigaction(sig, si, ctx);
-	} else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) {
+	} else if (before.sa_handler == SIG_IGN) {
+		/* ignored, as before us */
+	} else if (before.sa_handler != SIG_DFL) {
 		before.sa_handler(sig);
 	} else {
-		/* the default action: the access faults again, and the process dies of it */
+		/* the default action: the process dies of it, as it would have */
 		signal(SIGBUS, SIG_DFL);
+		raise(SIGBUS);
 	}
+	errno = saved;
 }
 
 static void install(void)
@@ -92,6 +99,15 @@ int __uskb_vh_guard_add(void *map, size_t len, atomic_bool *lost)
 	}
 	pthread_mutex_unlock(&slots_lock);
 	return ret;
+}
+
+void __uskb_vh_guard_move(void *map, atomic_bool *lost)
+{
+	pthread_mutex_lock(&slots_lock);
+	for (unsigned int i = 0; i < GUARD_SLOTS; i++)
+		if (atomic_load_explicit(&slots[i].start, memory_order_relaxed) == (uintptr_t)map)
+			atomic_store(&slots[i].lost, lost);
+	pthread_mutex_unlock(&slots_lock);
 }
 
 void __uskb_vh_guard_del(void *map)

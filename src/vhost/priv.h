@@ -44,6 +44,7 @@ struct vh_pend {
 /* the chains a stopped queue could not wait for, and the memory they point into */
 struct vh_kept {
 	struct vh_kept *next;
+	atomic_bool lost;	/* a SIGBUS in its memory (guard.c): nobody's connection to close */
 	struct vh_pend *pend;
 	uint32_t head, tail;	/* the entries still out: tail .. head - 1 (mod num) */
 	uint16_t num;
@@ -104,7 +105,8 @@ struct uskb_vhost {
 	struct vh_queue q[VH_MAX_QUEUES];
 	unsigned int hdr_len;	/* virtio-net header: 12 with VERSION_1 or MRG_RXBUF, else 10 */
 	char err[256];
-	char dev_err[160];	/* the device's last error when it last dropped a frame (said once) */
+	bool dev_down_said;	/* the lower device went down, and that was said */
+	atomic_bool stopping;	/* uskb_vhost_stop() was called (until the next uskb_vhost_run()) */
 	pthread_mutex_t stats_lock;
 	struct uskb_vhost_qstats pub[VH_MAX_QUEUES];
 };
@@ -146,5 +148,7 @@ USKB_HIDDEN void __uskb_vh_publish(struct uskb_vhost *vh);
 /* guard.c: a region's mapping watched for SIGBUS, which sets *@lost; 0 or -ENOSPC */
 USKB_HIDDEN int __uskb_vh_guard_add(void *map, size_t len, atomic_bool *lost);
 USKB_HIDDEN void __uskb_vh_guard_del(void *map);
+/* the mapping's SIGBUS now sets *@lost */
+USKB_HIDDEN void __uskb_vh_guard_move(void *map, atomic_bool *lost);
 
 #endif

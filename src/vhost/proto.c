@@ -191,6 +191,9 @@ static void unmap_all(struct uskb_vhost *vh)
 		if (vh->kept && !vh->kept->nregions) {
 			memcpy(vh->kept->reg, vh->reg, vh->nregions * sizeof(vh->reg[0]));
 			vh->kept->nregions = vh->nregions;
+			/* a SIGBUS there is no later frontend's doing */
+			for (unsigned int i = 0; i < vh->nregions; i++)
+				__uskb_vh_guard_move(vh->reg[i].map, &vh->kept->lost);
 		}
 		vh->nregions = 0;
 		vh->keep_maps = false;
@@ -680,6 +683,8 @@ bool uskb_vhost_connected(const struct uskb_vhost *vh)
 
 void uskb_vhost_stop(struct uskb_vhost *vh)
 {
+	/* (both async-signal-safe: a signal handler may call this) */
+	atomic_store_explicit(&vh->stopping, true, memory_order_relaxed);
 	(void)eventfd_write(vh->stop_fd, 1);
 }
 
@@ -733,14 +738,17 @@ static int wait_events(struct uskb_vhost *vh, int wait)
 	if (pfd[1].revents) {
 		if (vh->cfd < 0) {
 			vh->cfd = accept4(vh->lfd, NULL, NULL, SOCK_CLOEXEC);
+			atomic_store(&vh->mem_lost, false);
 		} else {
-			/* every message waiting, then the rings */
+			/* the messages waiting, then the rings: at most 64 (a flood holds nothing up) */
+			unsigned int served = 0;
+
 			do {
 				if (!serve_one(vh)) {
 					disconnect(vh);
 					break;
 				}
-			} while (poll(&pfd[1], 1, 0) == 1 && (pfd[1].revents & POLLIN));
+			} while (++served < 64 && poll(&pfd[1], 1, 0) == 1 && (pfd[1].revents & POLLIN));
 		}
 	}
 	return 1;
@@ -751,6 +759,11 @@ int uskb_vhost_run(struct uskb_vhost *vh, int timeout_ms)
 	uint64_t deadline = timeout_ms >= 0 ? uskb_mono_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 	uint64_t busy_ns = (uint64_t)vh->cfg.busy_poll_us * 1000;
 	bool again = true; /* the last round moved something: there may be more (it stops at VH_WEIGHT) */
+	struct pollfd sp = { .fd = vh->stop_fd, .events = POLLIN };
+
+	/* a stop taken by an earlier call is over; one still pending is not */
+	if (poll(&sp, 1, 0) != 1)
+		atomic_store_explicit(&vh->stopping, false, memory_order_relaxed);
 
 	for (;;) {
 		uint64_t now = uskb_mono_ns();

@@ -132,28 +132,29 @@ int __uskb_vh_queue_start(struct uskb_vhost *vh, struct vh_queue *q)
 	return 0;
 }
 
-/* a stop was asked for (uskb_vhost_stop(): the eventfd is read by the loop, not here) */
+/* a stop was asked for (uskb_vhost_stop(), until the next uskb_vhost_run()) */
 static bool stop_asked(const struct uskb_vhost *vh)
 {
-	struct pollfd p = { .fd = vh->stop_fd, .events = POLLIN };
-
-	return poll(&p, 1, 0) == 1;
+	return atomic_load_explicit(&vh->stopping, memory_order_relaxed);
 }
 
 /*
  * Retire until nothing is out: the device still holds guest memory. Gives
- * up after @ms by the clock, or at once when a stop is asked for.
+ * up after @ms by the clock; when a stop is asked for, after a grace of
+ * 100 ms (a device about to complete is still waited for: a stop would
+ * otherwise keep chains that were done a moment later).
  */
 static bool drain(struct uskb_vhost *vh, struct vh_queue *q, unsigned int ms)
 {
-	uint64_t end = uskb_mono_ns() + (uint64_t)ms * 1000000;
+	uint64_t start = uskb_mono_ns(), end = start + (uint64_t)ms * 1000000, now;
 
 	for (;;) {
 		uskb_dev_flush(vh->cfg.dev, 0);
 		__uskb_vh_retire(vh, q);
 		if (q->pend_head == q->pend_tail)
 			return true;
-		if (uskb_mono_ns() >= end || stop_asked(vh))
+		now = uskb_mono_ns();
+		if (now >= end || (stop_asked(vh) && now >= start + 100000000))
 			return false;
 		usleep(1000);
 	}
@@ -373,7 +374,9 @@ static bool walk(struct uskb_vhost *vh, struct vh_queue *q, uint16_t head, struc
 		}
 		c->len += d.len;
 		if (c->len > 65536 + 64 && !write) {
-			__uskb_vh_fail(vh, q, "a transmit chain of more than 64 KiB");
+			/* (a loop of big pieces gets here before its pieces run out) */
+			__uskb_vh_fail(vh, q, loops(tab, max, d) ? "a descriptor loop from head %u" :
+								   "a transmit chain of more than 64 KiB", head);
 			return false;
 		}
 		switch (add_piece(vh, q, c, d.addr, d.len)) {
@@ -570,19 +573,22 @@ static struct uskb *build(struct uskb_vhost *vh, struct vh_queue *q, struct vh_p
 }
 
 /*
- * The device dropped a frame: counted; and what it says went wrong (a peer
- * gone, an interface down) said once, each time it says something new, so
- * that a device that fails is never only a number (the failure path only:
- * the error is read under the device's lock)
+ * The device dropped a frame: counted. A device that went down (a peer
+ * gone, an interface deleted) drops every frame from then on: that is
+ * said once, with its reason, so that it is never only a number. (A frame
+ * the device refused on its own, too long say, is only counted: a guest
+ * could otherwise write a line per frame.)
  */
 static void dev_dropped(struct uskb_vhost *vh, struct vh_queue *q)
 {
-	char e[sizeof(vh->dev_err)];
-
 	q->st.dropped++;
-	if (uskb_dev_last_error(vh->cfg.dev, e, sizeof(e)) > 0 && strcmp(e, vh->dev_err)) {
-		memcpy(vh->dev_err, e, sizeof(e));
-		fprintf(stderr, "uskb-vhost: the device drops frames: %s\n", e);
+	if (!vh->dev_down_said && !uskb_dev_running(vh->cfg.dev)) {
+		char e[160];
+
+		vh->dev_down_said = true;
+		if (uskb_dev_last_error(vh->cfg.dev, e, sizeof(e)) <= 0)
+			snprintf(e, sizeof(e), "it went down");
+		fprintf(stderr, "uskb-vhost: the device failed, its frames are dropped from now on: %s\n", e);
 	}
 }
 

@@ -275,12 +275,13 @@ int main(int argc, char **argv)
 	uskb_vhost_free(vh); /* waits for the device's completions */
 	vh = NULL;
 	{
-		/* a device that failed and dropped frames for it: said, and no success */
+		/* a device that went down and dropped frames for it: said, and no success */
 		struct uskb_dev_stats d;
-		char e[160];
+		char e[160] = "it went down";
 
 		uskb_dev_get_stats(dev, -1, &d);
-		if (d.tx_dropped && uskb_dev_last_error(dev, e, sizeof(e)) > 0) {
+		if (d.tx_dropped && !uskb_dev_running(dev)) {
+			uskb_dev_last_error(dev, e, sizeof(e));
 			fprintf(stderr, "uskb-vhost: the device failed during the run (%" PRIu64
 					" frames dropped): %s\n", d.tx_dropped, e);
 			status = 1;
