@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 
 #include "dev/priv.h"
 #include "uskb/dev.h"
@@ -205,6 +207,23 @@ static void xdp_close(struct uskb_dev *dev)
 	free(p);
 }
 
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+/* the effective capabilities an AF_XDP socket wants (root in a user namespace may lack them) */
+static bool privileged(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (syscall(SYS_capget, &h, d))
+		return false;
+#define HAS(c) (d[(c) / 32].effective & (1u << ((c) % 32)))
+	return HAS(CAP_NET_RAW) && HAS(CAP_NET_ADMIN) && (HAS(CAP_BPF) || HAS(CAP_SYS_ADMIN));
+#undef HAS
+}
+
 static int xdp_open(struct uskb_dev *dev, const char *arg)
 {
 	char buf[64], *tok, *save = NULL;
@@ -289,9 +308,9 @@ static int xdp_open(struct uskb_dev *dev, const char *arg)
 
 		err = -err;
 		xdp_close(&(struct uskb_dev){ .priv = p });
-		/* refused to root: not a privilege it lacks but a policy (seccomp, an LSM) */
-		if ((err == EPERM || err == EACCES) && !geteuid())
-			return __uskb_dev_fail(err, "xdp:%s: AF_XDP refused by this kernel (%s, to root: a "
+		/* refused with the privileges: not a privilege it lacks but a policy (seccomp, an LSM) */
+		if ((err == EPERM || err == EACCES) && privileged())
+			return __uskb_dev_fail(err, "xdp:%s: AF_XDP refused by this kernel (%s, with the privileges: a "
 					       "seccomp or LSM policy): use packet:%s", tok,
 					       strerrorname_np(err), tok);
 		if (err == EPERM || err == EACCES)
