@@ -69,7 +69,8 @@ near() { [ -n "$1" ] && [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - $3 * RING)) ]; }
 # uskb-vhost in the background until stopped (SIGINT); its JSON in $tmp/vh.json
 vhost_start() {
 	rm -f "$tmp/vh.sock"
-	timeout -k 10 120 "$vht" -s "$tmp/vh.sock" --stats 0.2 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
+	# (-k 60: a sanitizer's exit may be slow; vhost_stop shows the stacks of one that lingers)
+	timeout -k 60 180 "$vht" -s "$tmp/vh.sock" --stats 0.2 --json "$@" >"$tmp/vh.json" 2>"$tmp/vh.err" &
 	vp=$!
 	for _ in $(seq 50); do
 		[ -S "$tmp/vh.sock" ] && return 0
@@ -82,7 +83,15 @@ vhost_start() {
 }
 # (timeout -k: a backend still running 10 s after the SIGINT is killed, and exits 137)
 vhost_stop() {
+	local pid
+	pid=$(pgrep -P $vp | head -1) # uskb-vhost itself, under timeout
 	kill -INT $vp
+	# a backend that has not ended 8 s after the SIGINT: its threads' stacks, to say where
+	for _ in $(seq 80); do kill -0 $vp 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $vp 2>/dev/null && [ -n "$pid" ] && command -v gdb >/dev/null; then
+		echo "$1: uskb-vhost (pid $pid) still runs 8 s after SIGINT:"
+		gdb -p "$pid" -batch -ex "thread apply all bt 15" 2>/dev/null | grep -E '^#|^Thread' | head -40
+	fi
 	wait $vp
 	local rc=$?
 	final=$(grep '"final": true' "$tmp/vh.json")
