@@ -828,6 +828,14 @@ static void expect_stop(struct guest *g, const char *what, const char *why)
 	printf("hostile: %s: queue stopped\n", what);
 }
 
+/* the chain at head 0 offered (the descriptors the caller wrote), then as expect_stop() */
+static void offer_stop(struct guest *g, const char *what, const char *why)
+{
+	g->avail->ring[0] = 0;
+	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
+	expect_stop(g, what, why);
+}
+
 static void hostile(struct guest *g)
 {
 	uint8_t p[256];
@@ -836,43 +844,31 @@ static void hostile(struct guest *g)
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ BUF_OFF, 0, VRING_DESC_F_NEXT, 1 }; /* empty: no piece limit first */
 	g->desc[1] = (struct vring_desc){ BUF_OFF, 0, VRING_DESC_F_NEXT, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a descriptor loop", "descriptor loop");
+	offer_stop(g, "a descriptor loop", "descriptor loop");
 	/* loops of pieces with bytes: their pieces run out first, and they are still named loops */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 1 };
 	g->desc[1] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "two descriptors that point at each other", "descriptor loop");
+	offer_stop(g, "two descriptors that point at each other", "descriptor loop");
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a descriptor that points at itself", "descriptor loop");
+	offer_stop(g, "a descriptor that points at itself", "descriptor loop");
 	/* and a chain that is only long: 70 pieces, no loop */
 	CHECK(guest_up(g, true));
 	for (unsigned int i = 0; i < 70; i++)
 		g->desc[i] = (struct vring_desc){ BUF_OFF + i * 16, 16, i < 69 ? VRING_DESC_F_NEXT : 0,
 						  (uint16_t)(i + 1) };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a chain of 70 pieces", "a chain of more than 64 pieces");
+	offer_stop(g, "a chain of 70 pieces", "a chain of more than 64 pieces");
 
 	/* a buffer that runs past guest memory */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ MEM - 100, 1000, 0, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a buffer past guest memory", "outside guest memory");
+	offer_stop(g, "a buffer past guest memory", "outside guest memory");
 
 	/* a buffer at an address far beyond it (no overflow on the way) */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ ~0ull - 10, 1000, 0, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a buffer at 2^64 - 11", "outside guest memory");
+	offer_stop(g, "a buffer at 2^64 - 11", "outside guest memory");
 
 	/* a head beyond the ring */
 	CHECK(guest_up(g, true));
@@ -883,9 +879,7 @@ static void hostile(struct guest *g)
 	/* a next beyond the ring */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_NEXT, 60000 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a next beyond the ring", "beyond a table");
+	offer_stop(g, "a next beyond the ring", "beyond a table");
 
 	/* an indirect table inside an indirect table */
 	CHECK(guest_up(g, true));
@@ -895,23 +889,17 @@ static void hostile(struct guest *g)
 		ind[0] = (struct vring_desc){ IND_OFF + 64, 32, VRING_DESC_F_INDIRECT, 0 };
 		g->desc[0] = (struct vring_desc){ IND_OFF, 32, VRING_DESC_F_INDIRECT, 0 };
 	}
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "an indirect table inside one", "inside an indirect");
+	offer_stop(g, "an indirect table inside one", "inside an indirect");
 
 	/* an indirect table whose size is not whole descriptors */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ IND_OFF, 20, VRING_DESC_F_INDIRECT, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "an indirect table of 20 bytes", "bad indirect table");
+	offer_stop(g, "an indirect table of 20 bytes", "bad indirect table");
 
 	/* indirect descriptors the guest did not negotiate */
 	CHECK(guest_up(g, false));
 	g->desc[0] = (struct vring_desc){ IND_OFF, 32, VRING_DESC_F_INDIRECT, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "an indirect descriptor not negotiated", "not negotiated");
+	offer_stop(g, "an indirect descriptor not negotiated", "not negotiated");
 
 	/* an avail index more than a ring ahead */
 	CHECK(guest_up(g, true));
@@ -921,9 +909,7 @@ static void hostile(struct guest *g)
 	/* a write-only descriptor in a transmit chain */
 	CHECK(guest_up(g, true));
 	g->desc[0] = (struct vring_desc){ BUF_OFF, 100, VRING_DESC_F_WRITE, 0 };
-	g->avail->ring[0] = 0;
-	__atomic_store_n(&g->avail->idx, 1, __ATOMIC_RELEASE);
-	expect_stop(g, "a write-only descriptor", "write-only");
+	offer_stop(g, "a write-only descriptor", "write-only");
 
 	/* rings outside guest memory: the address is refused, the queue stopped */
 	CHECK(guest_up(g, true));
