@@ -14,7 +14,8 @@
  * the socket file goes with the datapath. Without a handler: a dead run's
  * socket is replaced, the wait ends with -d, and a file that is no socket
  * is left alone; --rules of a directory is refused. It ends with no leak
- * (exit 0).
+ * (exit 0). A handler that dies mid-run costs the upcalls it held (counted
+ * as lost, exit 1), and the next one takes over.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -391,6 +392,211 @@ out:
 	rmdir(dir);
 }
 
+/* wait up to @ms for @needle in the file at @path; true when it came */
+static bool file_has(const char *path, const char *needle, int ms)
+{
+	static char text[1 << 16];
+
+	for (int waited = 0;; waited += 20) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		text[n] = 0;
+		if (strstr(text, needle))
+			return true;
+		if (waited >= ms)
+			return false;
+		usleep(20000);
+	}
+}
+
+/* the value of "@key" in the last line of @path that has it */
+static unsigned long long json_last(const char *path, const char *key)
+{
+	char line[4096], pat[64];
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *at = strstr(line, pat);
+
+		if (at)
+			v = strtoull(at + strlen(pat), NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int handler_connect(const char *sock)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	strcpy(sa.sun_path, sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* this test's frame from UDP source port @sport (a flow of its own) */
+static void send_flow(int tx, uint16_t port, uint16_t sport)
+{
+	frame[34] = (uint8_t)(sport >> 8);
+	frame[35] = (uint8_t)sport;
+	send_to(tx, port, frame, FLEN);
+}
+
+/*
+ * The handler dies with upcalls in flight: they count as lost (with a
+ * line), misses while there is none are lost, a second handler while one
+ * serves is refused, and the next handler is told the ports and takes
+ * over. missed = executed + lost at the end; the exit is 1.
+ */
+static void test_handler_dies(const char *dp_path)
+{
+	char dir[] = "/tmp/uskb-dph.XXXXXX", sock[PATH_MAX], out[PATH_MAX], errf[PATH_MAX], spec1[64],
+		spec2[64];
+	static uint8_t buf[1 << 17];
+	uint16_t p1 = free_port(), p2 = free_port(), myport;
+	int tx = udp_sock(&myport), rx2 = udp_sock(&myport), hs = -1, status, f0 = t_failures;
+	struct upcall u[5];
+	uint32_t pid_of[5];
+	ssize_t n;
+	pid_t pid;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sock, sizeof(sock), "%s/h.sock", dir);
+	snprintf(out, sizeof(out), "%s/dp.json", dir);
+	snprintf(errf, sizeof(errf), "%s/dp.err", dir);
+	snprintf(spec1, sizeof(spec1), "udp:127.0.0.1:%u,listen", p1);
+	snprintf(spec2, sizeof(spec2), "udp:127.0.0.1:%u,listen", p2);
+	pid = fork();
+	if (!pid) {
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+		    e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(o, 1);
+		dup2(e, 2);
+		execl(dp_path, "uskb-dp", "-p", spec1, "-p", spec2, "--handler-socket", sock, "--json",
+		      "--stats", "0.05", "--quiet", "--duration", "30", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && hs < 0; i++)
+		if ((hs = handler_connect(sock)) < 0)
+			usleep(50000);
+	CHECK(hs >= 0);
+	if (hs < 0)
+		goto stop;
+	for (int i = 1; i <= 2; i++)
+		CHECK(recv_wait(hs, buf, sizeof(buf), 5000) > 0);
+	/* port 2 sends to its last sender: this test */
+	send_to(rx2, p2, frame, 10);
+	CHECK(file_has(out, "\"bad_frames\": 1", 5000));
+
+	/* five flows miss; two are answered, three stay in flight */
+	memcpy(frame, (uint8_t[]){ 2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0, 0x45, 0, 0, 106, 0, 0, 0,
+				   0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2, 0x30, 0x39, 0, 9, 0, 86 },
+	       40);
+	t_fill(frame + 42, FLEN - 42, 9);
+	for (uint16_t i = 0; i < 5; i++)
+		send_flow(tx, p1, (uint16_t)(1000 + i));
+	for (int i = 0; i < 5; i++) {
+		static uint8_t up[5][1 << 12];
+		const struct nlmsghdr *h = (const struct nlmsghdr *)up[i];
+
+		memset(&u[i], 0, sizeof(u[i]));
+		n = recv_wait(hs, up[i], sizeof(up[i]), 5000);
+		CHECK(n > 0 && mnl_nlmsg_ok(h, (int)n));
+		if (n <= 0 || mnl_attr_parse(h, GENL_HDRLEN + sizeof(struct ovs_header), upcall_attr, &u[i]) !=
+				      MNL_CB_OK || !u[i].key || !u[i].packet)
+			goto stop;
+		pid_of[i] = h->nlmsg_pid;
+	}
+	for (int i = 0; i < 2; i++) {
+		msg_send(hs, execute(u[i].key, mnl_attr_get_payload(u[i].packet),
+				     mnl_attr_get_payload_len(u[i].packet), pid_of[i]));
+		CHECK_EQ(recv_wait(rx2, buf, sizeof(buf), 5000), FLEN);
+	}
+
+	/* a second handler while this one serves: refused, it reads the end */
+	{
+		int second = handler_connect(sock);
+
+		CHECK(second >= 0);
+		CHECK_EQ(recv_wait(second, buf, sizeof(buf), 5000), 0);
+		if (second >= 0)
+			close(second);
+	}
+
+	/* the handler dies */
+	close(hs);
+	hs = -1;
+	CHECK(file_has(errf, "the external handler went away; 3 upcalls in flight to it counted as lost",
+		       5000));
+	/* two misses with no handler: lost */
+	send_flow(tx, p1, 2000);
+	send_flow(tx, p1, 2001);
+	CHECK(file_has(out, "\"missed\": 7, \"lost\": 5", 5000));
+
+	/* the next handler: told the ports, and it serves */
+	hs = handler_connect(sock);
+	CHECK(hs >= 0);
+	for (int i = 1; i <= 2; i++) {
+		n = recv_wait(hs, buf, sizeof(buf), 5000);
+		CHECK(n > 0 && ((struct nlmsghdr *)buf)->nlmsg_type == FAM_VPORT);
+	}
+	send_flow(tx, p1, 3000);
+	{
+		static uint8_t up[1 << 12];
+		struct upcall v = { 0 };
+
+		n = recv_wait(hs, up, sizeof(up), 5000);
+		CHECK(n > 0);
+		if (n > 0 && mnl_attr_parse((struct nlmsghdr *)up, GENL_HDRLEN + sizeof(struct ovs_header),
+					    upcall_attr, &v) == MNL_CB_OK && v.key && v.packet) {
+			msg_send(hs, execute(v.key, mnl_attr_get_payload(v.packet),
+					     mnl_attr_get_payload_len(v.packet),
+					     ((struct nlmsghdr *)up)->nlmsg_pid));
+			CHECK_EQ(recv_wait(rx2, buf, sizeof(buf), 5000), FLEN);
+		}
+	}
+stop:
+	kill(pid, SIGINT);
+	waitpid(pid, &status, 0);
+	/* 1: a handler died during the run */
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	CHECK(file_has(errf, "1 external handler died during the run; the 3 upcalls in flight", 0));
+	CHECK(file_has(out, "\"final\": true", 0));
+	CHECK_EQ(json_last(out, "missed"), 8);
+	CHECK_EQ(json_last(out, "executed"), 3);
+	CHECK_EQ(json_last(out, "lost"), 5);
+	CHECK_EQ(json_last(out, "handler_deaths"), 1);
+	CHECK_EQ(json_last(out, "lost_in_flight"), 3);
+	CHECK_EQ(json_last(out, "missed"), json_last(out, "executed") + json_last(out, "lost"));
+	CHECK(access(sock, F_OK) != 0);
+	if (t_failures > f0) {
+		char cmd[PATH_MAX * 2 + 32];
+
+		snprintf(cmd, sizeof(cmd), "tail -n 3 %s >&2; cat %s >&2", out, errf);
+		if (system(cmd)) {
+		}
+	}
+	close(tx);
+	close(rx2);
+	if (hs >= 0)
+		close(hs);
+	unlink(out);
+	unlink(errf);
+	unlink(sock);
+	rmdir(dir);
+}
+
 /*
  * Without a handler: a socket file a dead run left is replaced, the wait for
  * the handler ends with the run's -d (with a line, exit 1), and the file
@@ -454,6 +660,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	test_handler(path);
+	test_handler_dies(path);
 	test_no_handler(path);
 	return t_end("dp-handler");
 }

@@ -163,7 +163,7 @@ static bool upcall(struct dpthread *t, struct uskb *skb, const struct uskb_ovs_k
 		goto lost;
 	if (dp.upcall_pcap)
 		pcap_write(msg);
-	if (dp.hsock >= 0) {
+	if (dp.handler_socket) {
 		err = dp_send_external(msg);
 		uskb_free(msg);
 		if (err)
@@ -330,6 +330,35 @@ static void dump(struct dpthread *t, uint64_t now)
 	pthread_mutex_unlock(&dp.print_lock);
 }
 
+static void take_replies(struct dpthread *t, uint32_t *wakemask)
+{
+	for (unsigned int h = 0; h < dp.nhandlers; h++) {
+		struct uskb *msg;
+
+		while ((msg = ring_pop(t->replies[h])))
+			apply_reply(t, msg, wakemask);
+	}
+}
+
+/*
+ * The external handler died: everything it answered was queued before its
+ * death was counted, so once those replies are applied, what is still in
+ * flight never comes back and is lost.
+ */
+static void settle_handler_death(struct dpthread *t, uint32_t *wakemask)
+{
+	unsigned int gen = atomic_load_explicit(&dp.handler_gen, memory_order_acquire);
+
+	if (gen == t->handler_gen)
+		return;
+	take_replies(t, wakemask);
+	cnt_add(&t->lost, t->inflight);
+	cnt_add(&t->orphaned, t->inflight);
+	t->inflight = 0;
+	t->handler_gen = gen;
+	atomic_store_explicit(&t->handler_ack, gen, memory_order_release);
+}
+
 static void *dp_main(void *arg)
 {
 	struct dpthread *t = arg;
@@ -380,12 +409,8 @@ static void *dp_main(void *arg)
 		now = now_ns();
 		if (got)
 			t->last_rx = now;
-		for (unsigned int h = 0; h < dp.nhandlers; h++) {
-			struct uskb *msg;
-
-			while ((msg = ring_pop(t->replies[h])))
-				apply_reply(t, msg, &wakemask);
-		}
+		take_replies(t, &wakemask);
+		settle_handler_death(t, &wakemask);
 		for (unsigned int h = 0; wakemask; h++, wakemask >>= 1)
 			if (wakemask & 1)
 				dp_wake_handler(dp.hnd[h]);
@@ -426,7 +451,9 @@ int dp_thread_start(struct dpthread *t)
 
 int dp_send_external(struct uskb *msg)
 {
-	return msg_send(dp.hsock, msg, MSG_DONTWAIT);
+	int fd = atomic_load_explicit(&dp.hsock, memory_order_relaxed);
+
+	return fd < 0 ? -1 : msg_send(fd, msg, MSG_DONTWAIT);
 }
 
 void dp_deliver_reply(struct uskb *msg)

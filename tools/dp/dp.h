@@ -171,9 +171,12 @@ struct dpthread {
 	uint64_t next_sweep; /* when to look for idle flows next */
 	uint64_t last_rx;    /* when a frame came last */
 	uint64_t dumps_seen;
+	unsigned int handler_gen; /* the external handler deaths this thread has settled */
+	atomic_uint handler_ack;  /* the same, for the socket's reader to wait on */
 	/* what stats show, written here only */
 	counter_t hit, missed, lost, action_upcalls, flows, executed, bad_replies, flow_limit,
 		bad_frames, expired, handoff_drops;
+	counter_t orphaned; /* of lost: in flight to an external handler that died */
 	/* frames to send, by port, flushed at the end of each burst */
 	unsigned int nout[DP_MAX_PORTS];
 	struct uskb *out[DP_MAX_PORTS][DP_BURST];
@@ -205,9 +208,18 @@ struct dp {
 	double stats_interval, duration;
 	const char *upcall_pcap, *rules_file, *handler_socket;
 	bool handler_only; /* --handler-of: this process only runs handlers */
-	/* the external handler's socket (datapath side); SEQPACKET sends are atomic */
-	int hsock;
+	/*
+	 * The external handler's socket (datapath side), -1 while there is
+	 * none; SEQPACKET sends are atomic. Its reader owns it: at the
+	 * handler's death it sets -1, counts the death in handler_gen, waits
+	 * for each thread to settle it (handler_ack: what was in flight to the
+	 * dead handler counted as lost), and only then closes it and takes the
+	 * next handler.
+	 */
+	atomic_int hsock;
+	atomic_uint handler_gen;
 	counter_t ext_bad; /* replies from it that name no thread (its reader writes it) */
+	counter_t handler_deaths; /* external handlers that died while the run went on (the reader) */
 	atomic_int stop;
 	atomic_ulong dump_request; /* SIGUSR1: each thread prints its flows */
 	pthread_mutex_t print_lock;

@@ -263,6 +263,7 @@ int handler_external(const char *path)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static uint8_t buf[1 << 17];
 	struct handler h = { 0 };
+	bool told = false; /* the datapath told its ports */
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -284,6 +285,13 @@ int handler_external(const char *path)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n <= 0 && !told) {
+			/* a datapath that has a handler takes no second one */
+			fprintf(stderr, "uskb-dp: --handler-of %s: the datapath hung up before telling its "
+					"ports: it has a handler already\n", path);
+			close(fd);
+			return 1;
+		}
 		if (n <= 0)
 			break; /* the datapath went */
 		if ((size_t)n > sizeof(buf)) {
@@ -292,6 +300,7 @@ int handler_external(const char *path)
 		}
 		if (n >= (ssize_t)NLMSG_HDRLEN && ((struct nlmsghdr *)buf)->nlmsg_type == DP_FAMILY_VPORT) {
 			vport_seen(buf, (size_t)n);
+			told = true;
 			continue;
 		}
 		/* here the packet is in our memory: the kernel copied it through the socket */

@@ -66,8 +66,9 @@ static const char usage[] =
 	"  -h, --help             this text\n"
 	"  -V, --version\n"
 	"\n"
-	"Exit status: 0, 1 for a failure while running (or objects left live at\n"
-	"the end), 2 for bad options, rules or a handler socket path it may not take.\n";
+	"Exit status: 0, 1 for a failure while running (an external handler that\n"
+	"died among them, or objects left live at the end), 2 for bad options, rules\n"
+	"or a handler socket path it may not take.\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -359,42 +360,132 @@ static int send_vports(int fd)
 	return 0;
 }
 
-static void *reader_main(void *arg)
+/* a reply from the handler on @fd: false when the handler is gone */
+static bool take_reply(int fd)
 {
 	static uint8_t buf[1 << 17];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
+	struct uskb *msg;
 
-	(void)arg;
-	while (!atomic_load(&dp.stop)) {
-		ssize_t n = recv(dp.hsock, buf, sizeof(buf), MSG_TRUNC);
-		struct uskb *msg;
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	/*
+	 * A seqpacket socket reads 0 both at its end and for an empty
+	 * message: only a peer that hung up ends the handler; an empty
+	 * message is a bad reply, counted
+	 */
+	if (n == 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		/*
-		 * A seqpacket socket reads 0 both at its end and for an empty
-		 * message: only a peer that hung up ends the handler; an empty
-		 * message is a bad reply, counted
-		 */
-		if (n == 0) {
-			struct pollfd pfd = { .fd = dp.hsock, .events = POLLRDHUP };
-
-			if (poll(&pfd, 1, 0) >= 0 && !(pfd.revents & (POLLRDHUP | POLLHUP))) {
-				cnt_add(&dp.ext_bad, 1);
-				continue;
-			}
-		}
-		if (n <= 0) {
-			if (!atomic_load(&dp.stop))
-				fprintf(stderr, "uskb-dp: the external handler went away\n");
-			break;
-		}
-		if ((size_t)n > sizeof(buf) || !(msg = uskb_alloc((unsigned int)n))) {
-			cnt_add(&dp.ext_bad, 1);
-			continue;
-		}
-		uskb_put_data(msg, buf, (unsigned int)n);
-		dp_deliver_reply(msg);
+		if (poll(&pfd, 1, 0) >= 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
+			return false;
+		cnt_add(&dp.ext_bad, 1);
+		return true;
 	}
+	if ((size_t)n > sizeof(buf) || !(msg = uskb_alloc((unsigned int)n))) {
+		cnt_add(&dp.ext_bad, 1);
+		return true;
+	}
+	uskb_put_data(msg, buf, (unsigned int)n);
+	dp_deliver_reply(msg);
+	return true;
+}
+
+/* a handler that connected: told the ports, then the threads' upcalls go to it */
+static bool take_handler(int fd)
+{
+	int sndbuf = 4 << 20;
+
+	/* the socket's buffer is the upcall queue: the kernel's handlers get 4 MiB */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (send_vports(fd))
+		return false;
+	atomic_store_explicit(&dp.hsock, fd, memory_order_release);
+	return true;
+}
+
+static uint64_t orphaned_total(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < dp.nthreads; i++)
+		n += cnt_get(&dp.thr[i]->orphaned);
+	return n;
+}
+
+/*
+ * The handler on @fd died: no upcall goes to it any more, each thread
+ * counts what it had in flight there as lost, and then (no thread can be
+ * sending on it now) the socket closes
+ */
+static void bury_handler(int fd)
+{
+	uint64_t before = orphaned_total();
+	unsigned int gen;
+
+	atomic_store_explicit(&dp.hsock, -1, memory_order_release);
+	gen = atomic_fetch_add_explicit(&dp.handler_gen, 1, memory_order_acq_rel) + 1;
+	for (unsigned int i = 0; i < dp.nthreads && !atomic_load(&dp.stop); i++)
+		while (atomic_load_explicit(&dp.thr[i]->handler_ack, memory_order_acquire) != gen &&
+		       !atomic_load(&dp.stop))
+			usleep(1000);
+	close(fd);
+	if (!atomic_load(&dp.stop)) {
+		pthread_mutex_lock(&dp.print_lock);
+		fprintf(stderr,
+			"uskb-dp: --handler-socket %s: the external handler went away; %" PRIu64
+			" upcalls in flight to it counted as lost; waiting for another\n",
+			dp.handler_socket, orphaned_total() - before);
+		pthread_mutex_unlock(&dp.print_lock);
+	}
+}
+
+/*
+ * The socket's reader: replies to the threads; a handler that dies is
+ * buried and the next one that connects takes over; one that connects
+ * while another serves is refused (its recv reads the end at once).
+ */
+static void *reader_main(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	while (!atomic_load(&dp.stop)) {
+		struct pollfd pfd[2] = { { .fd = listen_fd, .events = POLLIN },
+					 { .fd = fd, .events = POLLIN } };
+		int nfd;
+
+		if (poll(pfd, fd >= 0 ? 2 : 1, 100) <= 0)
+			continue;
+		if (fd >= 0 && pfd[1].revents && !take_reply(fd)) {
+			bury_handler(fd);
+			fd = -1;
+			cnt_add(&dp.handler_deaths, 1);
+			continue;
+		}
+		if (!(pfd[0].revents & POLLIN) ||
+		    (nfd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+			continue;
+		pthread_mutex_lock(&dp.print_lock);
+		if (fd >= 0) {
+			/* another uskb-dp's probe of the path (a connect) lands here too */
+			if (dp.verbose)
+				fprintf(stderr, "uskb-dp: --handler-socket %s: refused a second connection: a "
+						"handler is connected\n", dp.handler_socket);
+			close(nfd);
+		} else if (take_handler(nfd)) {
+			if (!dp.quiet)
+				fprintf(stderr, "uskb-dp: --handler-socket %s: a new handler took over\n",
+					dp.handler_socket);
+			fd = nfd;
+		} else {
+			close(nfd);
+		}
+		pthread_mutex_unlock(&dp.print_lock);
+	}
+	/* the end: the threads have stopped, nothing sends on it */
+	atomic_store(&dp.hsock, -1);
+	if (fd >= 0)
+		close(fd);
 	return NULL;
 }
 
@@ -406,13 +497,14 @@ static void unlink_handler_socket(void)
 
 /*
  * Bind the handler socket (a live process's path is refused: exit 2) and
- * wait for the handler, within the run's duration (-d) and until a signal
+ * wait for the first handler, within the run's duration (-d) and until a
+ * signal
  */
 static void serve_handler_socket(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint64_t end = dp.duration ? now_ns() + (uint64_t)(dp.duration * 1e9) : 0;
-	int sndbuf = 4 << 20, claim;
+	int claim, fd = -1;
 
 	if (strlen(dp.handler_socket) >= sizeof(sa.sun_path))
 		die_usage("--handler-socket: path too long: %s", dp.handler_socket);
@@ -427,7 +519,7 @@ static void serve_handler_socket(void)
 	}
 	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(listen_fd, 1)) {
+	    listen(listen_fd, 4)) {
 		fprintf(stderr, "uskb-dp: --handler-socket %s: %s\n", dp.handler_socket, strerror(errno));
 		exit(1);
 	}
@@ -445,19 +537,20 @@ static void serve_handler_socket(void)
 				dp.handler_socket, dp.duration);
 			exit(1);
 		}
-		if (poll(&pfd, 1, ms) > 0 &&
-		    (dp.hsock = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-			break;
+		if (poll(&pfd, 1, ms) > 0 && (fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+			if (take_handler(fd))
+				break;
+			close(fd);
+			fd = -1;
+		}
 		if (interrupted) {
 			fprintf(stderr, "uskb-dp: --handler-socket %s: interrupted while waiting for a handler\n",
 				dp.handler_socket);
 			exit(1);
 		}
 	}
-	/* the socket's buffer is the upcall queue: the kernel's handlers get 4 MiB */
-	setsockopt(dp.hsock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	if (send_vports(dp.hsock) || pthread_create(&reader, NULL, reader_main, NULL)) {
-		fprintf(stderr, "uskb-dp: --handler-socket: the handler went away\n");
+	if (pthread_create(&reader, NULL, reader_main, (void *)(intptr_t)fd)) {
+		fprintf(stderr, "uskb-dp: --handler-socket: cannot start its reader\n");
 		exit(1);
 	}
 }
@@ -466,7 +559,7 @@ static void serve_handler_socket(void)
 
 struct totals {
 	uint64_t hit, missed, lost, flows, executed, bad_replies, bad_frames, action_upcalls,
-		flow_limit, expired, handled, refused, handoff_drops;
+		flow_limit, expired, handled, refused, handoff_drops, orphaned, handler_deaths;
 };
 
 static void totals(struct totals *s)
@@ -486,8 +579,10 @@ static void totals(struct totals *s)
 		s->flow_limit += cnt_get(&t->flow_limit);
 		s->expired += cnt_get(&t->expired);
 		s->handoff_drops += cnt_get(&t->handoff_drops);
+		s->orphaned += cnt_get(&t->orphaned);
 	}
 	s->bad_replies += cnt_get(&dp.ext_bad);
+	s->handler_deaths = cnt_get(&dp.handler_deaths);
 	for (unsigned int h = 0; h < dp.nhandlers; h++) {
 		if (!dp.hnd[h])
 			continue;
@@ -508,11 +603,12 @@ static void print_stats(double elapsed, bool final)
 		       ", \"executed\": %" PRIu64 ", \"action_upcalls\": %" PRIu64
 		       ", \"handled\": %" PRIu64 ", \"refused\": %" PRIu64
 		       ", \"bad_replies\": %" PRIu64 ", \"bad_frames\": %" PRIu64
-		       ", \"handoff_drops\": %" PRIu64 ", \"ports\": [",
+		       ", \"handoff_drops\": %" PRIu64 ", \"handler_deaths\": %" PRIu64
+		       ", \"lost_in_flight\": %" PRIu64 ", \"ports\": [",
 		       elapsed, final ? "true" : "false", dp.copy ? "copy" : "zerocopy", s.hit,
 		       s.missed, s.lost, s.flows, s.expired, s.flow_limit, s.executed,
 		       s.action_upcalls, s.handled, s.refused, s.bad_replies, s.bad_frames,
-		       s.handoff_drops);
+		       s.handoff_drops, s.handler_deaths, s.orphaned);
 	} else {
 		printf("uskb-dp: %.1f s (%s upcalls)\n  lookups: hit:%" PRIu64 " missed:%" PRIu64
 		       " lost:%" PRIu64 "\n  flows: %" PRIu64 "\n",
@@ -524,6 +620,9 @@ static void print_stats(double elapsed, bool final)
 			printf("  expired:%" PRIu64 " flow-limit-hit:%" PRIu64 " bad-frames:%" PRIu64
 			       " handoff-drops:%" PRIu64 "\n",
 			       s.expired, s.flow_limit, s.bad_frames, s.handoff_drops);
+		if (s.handler_deaths)
+			printf("  handler deaths:%" PRIu64 " lost in flight:%" PRIu64 "\n",
+			       s.handler_deaths, s.orphaned);
 	}
 	for (unsigned int i = 0; i < dp.nports; i++) {
 		struct uskb_dev_stats st;
@@ -619,16 +718,21 @@ int main(int argc, char **argv)
 	atomic_store(&dp.stop, 1);
 	for (unsigned int i = 0; i < started; i++)
 		pthread_join(dp.thr[i]->tid, NULL);
-	if (dp.handler_socket && dp.hsock >= 0) {
-		shutdown(dp.hsock, SHUT_RDWR);
+	if (dp.handler_socket) {
 		pthread_join(reader, NULL);
-		close(dp.hsock);
 		close(listen_fd);
 	} else {
 		handlers_stop();
 	}
 	if (!dp.quiet || dp.json)
 		print_stats((double)(now_ns() - start) / 1e9, true);
+	if (cnt_get(&dp.handler_deaths)) {
+		fprintf(stderr, "uskb-dp: %" PRIu64 " external handler%s died during the run; the %" PRIu64
+				" upcalls in flight to %s are counted in lost\n",
+			cnt_get(&dp.handler_deaths), cnt_get(&dp.handler_deaths) == 1 ? "" : "s",
+			orphaned_total(), cnt_get(&dp.handler_deaths) == 1 ? "it" : "them");
+		status = 1;
+	}
 	if (dp.dump_flows)
 		for (unsigned int i = 0; i < dp.nthreads; i++)
 			for (uint32_t b = 0; b <= dp.thr[i]->tab.mask; b++)
