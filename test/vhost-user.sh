@@ -194,6 +194,30 @@ final=$(grep '"final": true' "$tmp/vh.json")
 	bad "device fails: exit $rc, $(json_num dropped "$final") dropped: $(cat "$tmp/vh.err")"
 echo "device fails: the tcp: peer reset mid-run: said, $(json_num dropped "$final") drops counted, exit 1"
 
+# ---- frames abandoned: the frontend goes while a stuck device holds its chains ----
+# a tcp:,zc peer that accepts and never reads; at a stop the drain ends
+# (100 ms), the chains are kept, counted, said, and the exit is no success
+port3=$((port + 2))
+"$here/helpers/stall-peer" $port3 90 >"$tmp/stall.out" &
+stp=$!
+for _ in $(seq 50); do grep -q ready "$tmp/stall.out" && break; sleep 0.1; done
+grep -q ready "$tmp/stall.out" || bad "abandoned: the stalled peer did not start"
+vhost_start -d "tcp:127.0.0.1:$port3,zc"
+testpmd_start "$tmp/tpa" "$tmp/vh.sock" --forward-mode=txonly --txpkts=1500
+vh_wait pending 64 $tpp || bad "abandoned: $(vh_now pending) chains out behind the stalled peer"
+testpmd_stop >/dev/null
+kill -INT $vp
+wait $vp
+rc=$?
+kill $stp 2>/dev/null
+wait $stp 2>/dev/null
+final=$(grep '"final": true' "$tmp/vh.json")
+ab=$(json_num abandoned "$final")
+[ $rc = 1 ] && [ "${ab:-0}" -ge 64 ] &&
+	grep -q "$ab frames never went back to their frontend: it went while the device still held them" "$tmp/vh.err" ||
+	bad "abandoned: exit $rc, $ab abandoned: $(cat "$tmp/vh.err")"
+echo "abandoned: $ab chains the stalled device held when the frontend went: counted, said, exit 1"
+
 # ---- bad usage ----
 check_usage() {
 	local want=$1

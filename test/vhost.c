@@ -1126,6 +1126,7 @@ static void kept_chains(struct guest *g)
 	CHECK(!uskb_vhost_connected(vh));
 	grab_end(gr, err, sizeof(err));
 	CHECK(strstr(err, "queue 1: 10 chains still out at a stop: kept") != NULL);
+	CHECK_EQ(uskb_vhost_abandoned(vh), 10);
 	if (!strstr(err, "at a stop"))
 		fprintf(stderr, "kept chains: the backend said: %s\n", err);
 

@@ -86,6 +86,14 @@ USKB_API bool uskb_vhost_get_stats(const struct uskb_vhost *vh, unsigned int q,
 				   struct uskb_vhost_qstats *st);
 /** true while a frontend is connected and its memory mapped. */
 USKB_API bool uskb_vhost_connected(const struct uskb_vhost *vh);
+/**
+ * Transmit chains a frontend never got back: it went while the device
+ * still held them, past the drain's bound (10 s, or a stop). They are kept
+ * with the memory they point into until the device completes them, but
+ * their frontend cannot learn what became of them. A count over the
+ * backend's life; any thread.
+ */
+USKB_API uint64_t uskb_vhost_abandoned(const struct uskb_vhost *vh);
 /** Wait for the zero-copy buffers still out, unmap, close. */
 USKB_API void uskb_vhost_free(struct uskb_vhost *vh);
 

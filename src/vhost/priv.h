@@ -96,6 +96,7 @@ struct uskb_vhost {
 	 */
 	struct vh_kept *kept;
 	bool keep_maps;
+	atomic_uint_fast64_t abandoned; /* chains kept so: never back to the frontend they came from */
 	atomic_bool mem_lost;	/* a region's file shrank under it: SIGBUS, recovered (guard.c) */
 	int stop_fd;		/* eventfd: uskb_vhost_stop() */
 	uint64_t features, protocol_features;

@@ -681,6 +681,11 @@ bool uskb_vhost_connected(const struct uskb_vhost *vh)
 	return atomic_load(&vh->connected);
 }
 
+uint64_t uskb_vhost_abandoned(const struct uskb_vhost *vh)
+{
+	return atomic_load_explicit(&vh->abandoned, memory_order_relaxed);
+}
+
 void uskb_vhost_stop(struct uskb_vhost *vh)
 {
 	/* (both async-signal-safe: a signal handler may call this) */

@@ -166,6 +166,7 @@ static void keep(struct uskb_vhost *vh, struct vh_queue *q)
 	struct vh_kept *k = calloc(1, sizeof(*k));
 
 	vh->keep_maps = true;
+	atomic_fetch_add_explicit(&vh->abandoned, q->pend_head - q->pend_tail, memory_order_relaxed);
 	if (!k) {
 		/* without a record they cannot be freed later: kept for good (a leak, never a free under them) */
 		fprintf(stderr, "uskb-vhost: queue %u: out of memory: %u chains kept for good\n", q->idx,

@@ -55,8 +55,9 @@ static const char usage[] =
 	"packets, bytes, dropped; and the process's CPU time so far. JSON adds the\n"
 	"device's own counters (\"dev\": tx_packets, tx_dropped, tx_zc, tx_zc_copied,\n"
 	"tx_zc_fallback).\n"
-	"Exit status: 0, 1 for a failure while running (or objects left live), 2 for\n"
-	"bad usage or a socket path it may not take.\n";
+	"Exit status: 0, 1 for a failure while running (a device that went down, frames\n"
+	"a frontend never got back, objects left live), 2 for bad usage or a socket path\n"
+	"it may not take.\n";
 
 static struct uskb_vhost *vh;
 static struct uskb_vhost *volatile stop_vh; /* what a signal stops: cleared before it is freed */
@@ -101,20 +102,24 @@ static void print(double t, bool final, bool json)
 			printf("%s\"%s\": %" PRIu64, i ? ", " : "", why[i], s.copied[i]);
 		printf("}, \"dropped\": %" PRIu64 ", \"pending\": %u, \"completions\": %" PRIu64
 		       ", \"zcopy_err\": %" PRIu64 ", \"errors\": %u, \"rx_packets\": %" PRIu64
-		       ", \"rx_bytes\": %" PRIu64 ", \"rx_dropped\": %" PRIu64 ", \"rx_errors\": %u, \"cpu\": %.3f, \"dev\": {\"tx_packets\": %" PRIu64
+		       ", \"rx_bytes\": %" PRIu64 ", \"rx_dropped\": %" PRIu64 ", \"rx_errors\": %u, \"abandoned\": %" PRIu64
+		       ", \"cpu\": %.3f, \"dev\": {\"tx_packets\": %" PRIu64
 		       ", \"tx_dropped\": %" PRIu64 ", \"tx_zc\": %" PRIu64 ", \"tx_zc_copied\": %" PRIu64
 		       ", \"tx_zc_fallback\": %" PRIu64 "}}\n",
 		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors, r.packets, r.bytes, r.dropped,
-		       r.errors, cpu, d.tx_packets, d.tx_dropped, d.tx_zc, d.tx_zc_copied, d.tx_zc_fallback);
+		       r.errors, uskb_vhost_abandoned(vh), cpu, d.tx_packets, d.tx_dropped, d.tx_zc, d.tx_zc_copied, d.tx_zc_fallback);
 	} else {
 		printf("%8.3f txq 1: %" PRIu64 " packets %" PRIu64 " bytes, zcopied %" PRIu64 ", copied", t, s.packets,
 		       s.bytes, s.zcopied);
 		for (int i = 0; i < USKB_VHOST_COPY_NR; i++)
 			printf(" %s %" PRIu64, why[i], s.copied[i]);
 		printf(", dropped %" PRIu64 ", pending %u, completions %" PRIu64 " (copied %" PRIu64 ")%s;"
-		       " rxq 0: %" PRIu64 " packets %" PRIu64 " bytes, dropped %" PRIu64 "%s; cpu %.2f s%s\n",
+		       " rxq 0: %" PRIu64 " packets %" PRIu64 " bytes, dropped %" PRIu64 "%s; ",
 		       s.dropped, s.pending, s.completions, s.zcopy_err, s.errors ? ", STOPPED" : "", r.packets,
-		       r.bytes, r.dropped, r.errors ? ", STOPPED" : "", cpu, final ? " (final)" : "");
+		       r.bytes, r.dropped, r.errors ? ", STOPPED" : "");
+		if (uskb_vhost_abandoned(vh))
+			printf("abandoned %" PRIu64 "; ", uskb_vhost_abandoned(vh));
+		printf("cpu %.2f s%s\n", cpu, final ? " (final)" : "");
 	}
 	fflush(stdout);
 }
@@ -271,6 +276,12 @@ int main(int argc, char **argv)
 		}
 	}
 	print((double)(uskb_mono_ns() - start) / 1e9, true, json);
+	if (uskb_vhost_abandoned(vh)) {
+		/* the frontend cannot know what became of them: no success */
+		fprintf(stderr, "uskb-vhost: %" PRIu64 " frames never went back to their frontend: it went while "
+				"the device still held them\n", uskb_vhost_abandoned(vh));
+		status = 1;
+	}
 	stop_vh = NULL; /* a signal from now on stops nothing: the stop eventfd goes */
 	uskb_vhost_free(vh); /* waits for the device's completions */
 	vh = NULL;
