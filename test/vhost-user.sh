@@ -13,6 +13,9 @@
 #    and testpmd (rxonly) counts every frame in its virtio-user port;
 #  - the lower device fails (a tcp: peer killed mid-run): a line says why,
 #    the drops are counted, and the exit is 1;
+#  - frames abandoned: a tcp:,zc peer that never reads holds the chains
+#    when the frontend goes; at a stop they are counted (abandoned), said,
+#    and the exit is 1;
 #  - bad options give one line and exit 2 (-t 0 and -n 0 among them); a
 #    second backend on a live socket is refused (exit 2) and the first serves
 #    on; a killed backend's socket is replaced; a file there is left alone;

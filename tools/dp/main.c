@@ -434,8 +434,8 @@ static void bury_handler(int fd)
 		pthread_mutex_lock(&dp.print_lock);
 		fprintf(stderr,
 			"uskb-dp: --handler-socket %s: the external handler went away; %" PRIu64
-			" upcalls in flight to it counted as lost; waiting for another\n",
-			dp.handler_socket, orphaned_total() - before);
+			" upcall%s in flight to it counted as lost; waiting for another\n",
+			dp.handler_socket, orphaned_total() - before, orphaned_total() - before == 1 ? "" : "s");
 		pthread_mutex_unlock(&dp.print_lock);
 	}
 }
@@ -728,9 +728,10 @@ int main(int argc, char **argv)
 		print_stats((double)(now_ns() - start) / 1e9, true);
 	if (cnt_get(&dp.handler_deaths)) {
 		fprintf(stderr, "uskb-dp: %" PRIu64 " external handler%s died during the run; the %" PRIu64
-				" upcalls in flight to %s are counted in lost\n",
+				" upcall%s in flight to %s counted in lost\n",
 			cnt_get(&dp.handler_deaths), cnt_get(&dp.handler_deaths) == 1 ? "" : "s",
-			orphaned_total(), cnt_get(&dp.handler_deaths) == 1 ? "it" : "them");
+			orphaned_total(), orphaned_total() == 1 ? " was" : "s were",
+			cnt_get(&dp.handler_deaths) == 1 ? "it" : "them");
 		status = 1;
 	}
 	if (dp.dump_flows)
