@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
@@ -902,6 +903,160 @@ static void test_backpressure(const char *kind, const char *opts)
 	uskb_dev_close(r.rx);
 }
 
+
+/* ---- the end of a stream: uskb_dev_finish ---- */
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* every whole frame the peer @fd can read (4-byte big-endian length, then the frame) until its end */
+static int frames_read(int fd, unsigned int want_len)
+{
+	static unsigned char buf[1 << 16];
+	size_t have = 0;
+	int whole = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 3000) <= 0)
+			break;
+		n = read(fd, buf + have, sizeof(buf) - have);
+		if (n <= 0)
+			break; /* the end, or the reset after what it had */
+		have += (size_t)n;
+		while (have >= 4) {
+			uint32_t len;
+
+			memcpy(&len, buf, 4);
+			len = ntohl(len);
+			if (len != want_len) {
+				fprintf(stderr, "finish: a frame of %u bytes in the stream (want %u)\n", len, want_len);
+				return -1;
+			}
+			if (have < 4 + len)
+				break;
+			whole++;
+			memmove(buf, buf + 4 + len, have - 4 - len);
+			have -= 4 + len;
+		}
+	}
+	return whole;
+}
+
+struct peer {
+	int fd, got;
+	unsigned int len;
+};
+
+static void *peer_reads(void *arg)
+{
+	struct peer *p = arg;
+
+	p->got = frames_read(p->fd, p->len);
+	return NULL;
+}
+
+/*
+ * A peer that reads: finish returns at once, nothing lost, every frame
+ * arrives, then the end. A peer that stopped reading (a window of a few
+ * KB): finish waits its bound, the frames the peer did not acknowledge
+ * move to tx_dropped with a reason, and exactly the others can still be
+ * read, whole and in order. Either way a send after the end is dropped.
+ */
+static void test_finish(const char *opts)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static unsigned char want[9000];
+	socklen_t slen = sizeof(sa);
+	char spec[128], err[160] = "";
+
+	for (int stall = 0; stall < 2; stall++) {
+		int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rcv = 4096, sent = 0, res;
+		struct peer peer = { .fd = -1, .len = stall ? 1000 : 9000 };
+		unsigned int n = stall ? 100000 : 200;
+		struct uskb_dev *tx;
+		pthread_t th;
+		uint64_t dropped;
+		double t0, took;
+
+		/* the accepted socket inherits the small window of a peer that stopped reading */
+		if (stall)
+			setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+		sa.sin_port = 0;
+		CHECK(!bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(lfd, 1) &&
+		      !getsockname(lfd, (struct sockaddr *)&sa, &slen));
+		snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%u%s", ntohs(sa.sin_port), opts);
+		tx = uskb_dev_open(spec);
+		CHECK(tx != NULL);
+		if (!tx) {
+			close(lfd);
+			return;
+		}
+		if (!stall) {
+			peer.fd = accept(lfd, NULL, NULL);
+			pthread_create(&th, NULL, peer_reads, &peer);
+		}
+		/* n frames; a stalled peer: until the kernel holds all it will (busy 200 times in a row) */
+		for (unsigned int i = 0, busy = 0; i < n && busy < 200; i++) {
+			struct uskb *skb = frame(peer.len, i, PAGED, want);
+
+			uskb_dev_xmit(tx, 0, &skb, 1, &res);
+			if (res == USKB_XMIT_BUSY) {
+				uskb_free(skb);
+				busy += stall;
+				i--;
+				uskb_dev_flush(tx, 0);
+				continue;
+			}
+			busy = 0;
+			CHECK_EQ(res, USKB_XMIT_OK);
+			sent++;
+		}
+		t0 = now_s();
+		uskb_dev_finish(tx, 0, 500);
+		took = now_s() - t0;
+		dropped = dev_stat(tx, tx_dropped);
+		uskb_dev_last_error(tx, err, sizeof(err));
+		CHECK_EQ(dev_stat(tx, tx_packets) + dropped, (uint64_t)sent);
+		{
+			struct uskb *skb = frame(100, 1, LINEAR, want);
+
+			uskb_dev_xmit(tx, 0, &skb, 1, &res);
+			CHECK_EQ(res, USKB_XMIT_DROP);
+			CHECK_EQ(dev_stat(tx, tx_dropped), dropped + 1);
+		}
+		uskb_dev_close(tx);
+		if (stall) {
+			peer.fd = accept(lfd, NULL, NULL);
+			peer.got = frames_read(peer.fd, peer.len);
+			CHECK(sent > 20);
+			CHECK(took >= 0.45 && took < 1.5);
+			CHECK(dropped > 0 && dropped < (uint64_t)sent);
+			CHECK(strstr(err, "the peer took no more within 500 ms of the end") != NULL);
+		} else {
+			pthread_join(th, NULL);
+			CHECK_EQ(sent, 200);
+			CHECK(took < 0.4);
+			CHECK_EQ(dropped, 0);
+		}
+		/* what was not counted lost is the peer's, whole, in order */
+		CHECK_EQ((uint64_t)peer.got, (uint64_t)sent - dropped);
+		if (t_failures)
+			fprintf(stderr, "finish%s, %s peer: sent %d, dropped %llu, the peer read %d; %.2f s: %s\n",
+				opts, stall ? "stalled" : "reading", sent, (unsigned long long)dropped, peer.got,
+				took, err);
+		close(peer.fd);
+		close(lfd);
+	}
+}
+
 /* ---- as root: a sink that takes no copy ---- */
 
 static int sh(const char *cmd)
@@ -1125,6 +1280,10 @@ int main(int argc, char **argv)
 		test_stream("tcp", ",uring,copybreak=0");
 	test_listen_zc_reconnect();
 	test_backpressure("tcp", ",zc,copybreak=0");
+	test_finish("");
+	test_finish(",zc,copybreak=0");
+	if (uring_ok)
+		test_finish(",uring,copybreak=0");
 	if (uring_ok) {
 		test_backpressure("tcp", ",uring,copybreak=0");
 		/* the receiving side in uring mode: multishot receive into slots */

@@ -261,6 +261,16 @@ USKB_API int uskb_dev_xdp_run(struct uskb_dev *dev, unsigned int queue, int prog
 
 /** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
 USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);
+/**
+ * The end of transmit on @queue: uskb_dev_flush(), then, for a stream
+ * (tcp:, unix:), a frame half out finished, the end told to the peer
+ * (FIN), and up to @timeout_ms for it to take every byte (TCP: acknowledged;
+ * zero-copy sends completed). Frames it did not take by then move from
+ * tx_packets to tx_dropped, with a reason in uskb_dev_last_error(), and are
+ * never sent late (the close resets the connection). Nothing may be sent
+ * on @queue after it. For other devices the same as uskb_dev_flush().
+ */
+USKB_API void uskb_dev_finish(struct uskb_dev *dev, unsigned int queue, int timeout_ms);
 
 #ifdef __cplusplus
 }

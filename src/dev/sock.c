@@ -39,8 +39,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/sockios.h>
 
 #include "dev/sock.h"
 
@@ -205,6 +207,8 @@ bool __uskb_sk_accept(struct sk_dev *s, int wait_ms)
 	s->rlen = 0;
 	s->rx_eof = false;
 	s->conn_gen++;
+	s->wpos = 0;
+	s->fend_head = s->fend_tail = 0;
 	s->ur_err = 0;
 	return true;
 }
@@ -235,7 +239,7 @@ static void close_now(struct sk_dev *s)
 {
 	if (s->fd < 0)
 		return;
-	if (s->stream && s->t.live) {
+	if (s->stream && (s->t.live || s->reset_at_close)) {
 		struct linger lg = { 1, 0 };
 
 		setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -735,6 +739,7 @@ static bool push_part(struct sk_dev *s)
 		r->bytes = (uint32_t)w;
 		__uskb_sk_track_push(&s->t);
 	}
+	s->wpos += (uint64_t)w;
 	s->part_off += (unsigned int)w;
 	if (s->part_off < len)
 		return false;
@@ -869,6 +874,7 @@ static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 				uint64_t flen = 4 + skb->len;
 
 				res[i + j] = USKB_XMIT_OK;
+				sk_frame_end(s, s->wpos + off + flen);
 				if (off + flen > (uint64_t)w) {
 					s->part = skb;
 					s->part_hdr = hdr[j];
@@ -886,6 +892,7 @@ static void stream_xmit(struct sk_dev *s, struct uskb **skbs, int n, int *res)
 				r->bytes = (uint32_t)w;
 				__uskb_sk_track_push(&s->t);
 			}
+			s->wpos += (uint64_t)w;
 			i += j;
 			if (j < k || s->part) {
 				rest(skbs, i, n, res, USKB_XMIT_BUSY);
@@ -902,6 +909,11 @@ static void sk_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs
 	(void)queue;
 	if (uskb_unlikely(!uskb_dev_running(dev))) {
 		__uskb_dev_drop_all(skbs, n, res);
+		return;
+	}
+	if (uskb_unlikely(s->finished)) {
+		for (int i = 0; i < n; i++)
+			__uskb_dev_drop(dev, 0, skbs[i], &res[i], "sent after the end (uskb_dev_finish)");
 		return;
 	}
 	reap(s, false);
@@ -1025,6 +1037,7 @@ static void sk_free(struct sk_dev *s)
 	}
 	free(s->rbuf);
 	free(s->ub);
+	free(s->fend);
 	free(s);
 }
 
@@ -1042,6 +1055,10 @@ static int sk_open(struct uskb_dev *dev, const char *arg, enum sk_kind kind)
 		goto fail;
 	s->stream = kind != SK_UDP;
 	s->gso = s->o.gso;
+	if (kind == SK_TCP && !(s->fend = malloc(SK_FEND * sizeof(*s->fend)))) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	s->ub = malloc(sizeof(*s->ub));
 	if (!s->ub) {
 		err = -ENOMEM;
@@ -1071,6 +1088,75 @@ static int sk_open(struct uskb_dev *dev, const char *arg, enum sk_kind kind)
 fail:
 	sk_free(s);
 	return err;
+}
+
+/*
+ * The end of the stream: finish a frame half out, tell the peer (FIN),
+ * and wait up to @timeout_ms for it to acknowledge every byte (SIOCOUTQ
+ * at 0; a unix peer has the bytes once they are written) and for the
+ * kernel's zero-copy completions. The frames whose bytes it has not
+ * acknowledged by then are lost: counted, said, and reset away at close
+ * rather than sent late.
+ */
+void __uskb_sk_finish(struct uskb_dev *dev, int timeout_ms)
+{
+	struct sk_dev *s;
+	uint64_t end = uskb_mono_ns() + (uint64_t)timeout_ms * 1000000u, acked, lost = 0, bytes = 0;
+	int outq = 0;
+
+	if (dev->ops != &__uskb_dev_tcp_ops && dev->ops != &__uskb_dev_unix_ops &&
+	    dev->ops != &__uskb_dev_udp_ops)
+		return;
+	s = dev->priv;
+	if (s->finished)
+		return;
+	s->finished = true;
+	if (!s->stream || s->fd < 0 || !uskb_dev_running(dev))
+		return;
+	while (s->part && s->fd >= 0 && uskb_dev_running(dev) && uskb_mono_ns() < end) {
+		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+		if (!push_part(s))
+			poll(&pfd, 1, 10);
+	}
+	while (s->ur && s->ur_pending && uskb_mono_ns() < end)
+		__uskb_sk_uring_reap(s, 10);
+	if (s->fd < 0)
+		return;
+	shutdown(s->fd, SHUT_WR);
+	/* uring sends still waiting for room fail now: their frames are counted lost by their results */
+	for (int i = 0; s->ur && s->ur_pending && i < 10; i++)
+		__uskb_sk_uring_reap(s, 10);
+	for (;;) {
+		struct pollfd pfd = { .fd = s->fd, .events = 0 };
+
+		if (ioctl(s->fd, SIOCOUTQ, &outq) || s->o.kind != SK_TCP)
+			outq = 0;
+		if ((!outq && !s->t.live) || uskb_mono_ns() >= end)
+			break;
+		if (s->ur)
+			__uskb_sk_uring_reap(s, 10);
+		else if (!__uskb_sk_reap_errqueue(s))
+			poll(&pfd, 1, 10);
+	}
+	if (!outq || !s->fend)
+		return;
+	/* the frames that end past what the peer acknowledged (the FIN takes a sequence number too) */
+	acked = s->wpos - (uint64_t)(outq - 1);
+	while (s->fend_head != s->fend_tail && s->fend[(s->fend_head - 1) & (SK_FEND - 1)] > acked) {
+		uint64_t e = s->fend[--s->fend_head & (SK_FEND - 1)];
+		uint64_t start = s->fend_head != s->fend_tail ? s->fend[(s->fend_head - 1) & (SK_FEND - 1)] : 0;
+
+		lost++;
+		bytes += e - start - 4;
+	}
+	if (lost) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "the peer took no more within %d ms of the end", timeout_ms);
+		__uskb_dev_tx_lost(dev, 0, lost, bytes, why);
+		s->reset_at_close = true;
+	}
 }
 
 static void sk_close(struct uskb_dev *dev)

@@ -21,6 +21,8 @@ enum sk_mode { SK_COPY, SK_ZC, SK_URING };
 #define SK_FRAMES 64
 /* iovecs per send: UIO_MAXIOV */
 #define SK_IOV 1024
+/* frame ends a tcp device remembers: the largest TCP send buffer (4 MiB) in 64-byte frames */
+#define SK_FEND (1u << 16)
 
 /* the spec, parsed */
 struct sk_opts {
@@ -91,6 +93,17 @@ struct sk_dev {
 	unsigned int ur_pending; /* uring: sends whose result is still to come */
 	int ur_err;		 /* uring, stream: a send failed (errno): the connection is gone */
 	uint32_t conn_gen;	 /* stream: bumped at each new connection */
+	/*
+	 * tcp: where each frame handed to the kernel ends in the stream
+	 * (wpos: the bytes it took), so that the end (__uskb_sk_finish) can
+	 * count the frames the peer never acknowledged. A ring of the last
+	 * SK_FEND frames: older ones are out of any send buffer.
+	 */
+	uint64_t wpos;
+	uint64_t *fend;
+	uint64_t fend_head, fend_tail;
+	bool finished;	    /* __uskb_sk_finish ran: nothing more is sent */
+	bool reset_at_close; /* frames counted lost are still queued: RST, never send them late */
 	bool nozc_once;	 /* ENOBUFS: the next send goes by copy */
 	struct udp_batch *ub;
 	/* counters of the sending thread, published into queue 0's */
@@ -102,6 +115,16 @@ struct sk_dev {
 	bool rx_eof; /* stream: the peer closed while bytes waited */
 	char err[192];
 };
+
+/* tcp: a frame handed to the kernel ends at stream byte @end (uring: once its send's result came) */
+static inline void sk_frame_end(struct sk_dev *s, uint64_t end)
+{
+	if (!s->fend)
+		return;
+	if (s->fend_head - s->fend_tail == SK_FEND)
+		s->fend_tail++;
+	s->fend[s->fend_head++ & (SK_FEND - 1)] = end;
+}
 
 /* sock_spec.c: TYPE:ADDRESS[,OPTION...] into @o; 0 or -errno with the reason said */
 USKB_HIDDEN int __uskb_sk_parse_spec(struct sk_opts *o, enum sk_kind kind, const char *arg);

@@ -98,8 +98,12 @@ struct pg_netdev {
 	struct uskb_dev *dev;
 	bool owned; /* opened by us from a spec: closed with the last user */
 	int users;
+	atomic_int active; /* users running now: the last to stop ends the device's stream */
 	pthread_mutex_t *txlock; /* HARD_TX_LOCK per queue, taken when users > 1 */
 };
+
+/* how long the end of a run gives a stream's peer to take what was sent */
+#define PG_FINISH_MS 2000
 
 /* An IPv4 end of a range: as given ("" when unset) and as an address (network order). */
 struct pg_ip4 {

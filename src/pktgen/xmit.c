@@ -112,6 +112,7 @@ static void dev_start(struct pg_dev *d)
 	atomic_store(&d->started_at, t);
 	d->next_tx = t;
 	snprintf(d->result, RESULT_SZ, "Starting");
+	atomic_fetch_add(&d->nd->active, 1);
 	atomic_store(&d->running, true);
 }
 
@@ -159,6 +160,25 @@ static void dev_flush(struct pg_dev *d)
 	tx_unlock(d->nd, q);
 }
 
+/*
+ * The last device of a run on its netdev: the end of its stream, with
+ * PG_FINISH_MS for the peer to take what was sent (uskb_dev_finish): what
+ * it does not take is lost, and counted as such rather than discarded
+ * unseen at close
+ */
+static void dev_finish(struct pg_dev *d)
+{
+	unsigned int q = (unsigned int)d->sent_queue;
+
+	if (atomic_fetch_sub(&d->nd->active, 1) != 1 || d->sent_queue < 0) {
+		dev_flush(d);
+		return;
+	}
+	tx_lock(d->nd, q);
+	uskb_dev_finish(d->nd->dev, q, PG_FINISH_MS);
+	tx_unlock(d->nd, q);
+}
+
 /* pktgen_stop_device() */
 /*
  * Frames the device took and lost afterwards: what it dropped on the queues
@@ -188,7 +208,7 @@ static void dev_stop(struct pg_dev *d)
 	/* a live call the stop word halted ran on without sending: the run ended then */
 	if (halted > started && halted < stopped)
 		stopped = halted;
-	dev_flush(d);
+	dev_finish(d);
 	d->lost = late_lost(d);
 	uskb_count_add(&d->errors, d->lost);
 	if (d->skb) {
