@@ -11,6 +11,8 @@
 #  - uskb-vhost with tap: below it: what DPDK's virtio-user sends reaches
 #    the kernel (skipped without dpdk-testpmd);
 #  - with csum (TUN_F_CSUM) the kernel's datagrams still all arrive;
+#  - the interface set down, or deleted, under -n 0: the device goes down,
+#    one line says why, the run stops within a second with exit 3;
 #  - bad specs give one line and a failure exit.
 # Needs root; skips (77) without it or without /dev/net/tun.
 set -u
@@ -112,6 +114,29 @@ if command -v dpdk-testpmd >/dev/null; then
 else
 	echo "uskb-vhost on tap: skipped (no dpdk-testpmd: scripts/deps.sh --bench)"
 fi
+
+# ---- the interface goes away under -n 0: down, one line, exit 3 within a second ----
+for how in down delete; do
+	in_ns ip tuntap add dev ut2 mode tap
+	in_ns ip link set ut2 up
+	in_ns "$pg" -i tap:ut2 -n 0 -s 100 --json >"$tmp/gone.json" 2>"$tmp/gone.err" &
+	gp=$!
+	sleep 1
+	[ $how = down ] && in_ns ip link set ut2 down || in_ns ip link del ut2
+	t0=$(date +%s%N)
+	for _ in $(seq 50); do kill -0 $gp 2>/dev/null || break; sleep 0.05; done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill -0 $gp 2>/dev/null && { kill -INT $gp; ms=never; }
+	wait $gp
+	rc=$?
+	in_ns ip link del ut2 2>/dev/null
+	line=$(grep -c "writev" "$tmp/gone.err")
+	[ $rc = 3 ] && [ "$ms" != never ] && [ "$ms" -lt 1500 ] && [ "$line" = 0 ] &&
+		grep -q "went down\|was deleted" "$tmp/gone.err" &&
+		[ "$(json_num packets "$(cat "$tmp/gone.json")")" -gt 0 ] ||
+		bad "tap:ut2 $how under -n 0: exit $rc after $ms ms, $line writev lines: $(head -c 600 "$tmp/gone.err")"
+	echo "tap:ut2 $how under -n 0: stopped after $ms ms, exit 3: $(grep -m1 -o "tap:ut2: .*" "$tmp/gone.err")"
+done
 
 # ---- bad specs ----
 check_open() {

@@ -42,6 +42,7 @@ struct tap_priv {
 	unsigned int nq;
 	int ctl; /* a socket for the interface ioctls */
 	int fd[TAP_MAX_QUEUES];
+	struct uskb_dev_link link[TAP_MAX_QUEUES]; /* each queue's look at the interface (its thread's) */
 };
 
 static int tap_queue(const char *ifname, bool multi, bool csum, int *fdp)
@@ -194,6 +195,11 @@ static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 	struct tap_priv *t = dev->priv;
 	int fd = t->fd[queue];
 
+	/* the interface gone or down: everything is dropped, the sender told by uskb_dev_running() */
+	if (uskb_unlikely(__uskb_dev_link_check(dev, t->ctl, &t->link[queue], USKB_LINK_HOT))) {
+		__uskb_dev_drop_all(skbs, n, res);
+		return;
+	}
 	for (int i = 0; i < n; i++) {
 		struct uskb *skb = skbs[i];
 		const struct uskb_shared_info *sh = __uskb_shinfo_peek(skb);
@@ -232,9 +238,15 @@ static void tap_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skb
 		}
 		if (w < 0) {
 			char msg[96];
+			int err = errno;
 
-			snprintf(msg, sizeof(msg), "writev: %s%s", strerror(errno),
-				 errno == EIO ? " (the interface is down)" : "");
+			/* tun says EIO when its interface is down or going: ask the interface */
+			if ((err == EIO && __uskb_dev_link_check(dev, t->ctl, &t->link[queue], USKB_LINK_NOW)) ||
+			    __uskb_dev_send_gone(dev, t->ctl, &t->link[queue], err, "writev")) {
+				__uskb_dev_drop_all(skbs + i, n - i, res + i);
+				return;
+			}
+			snprintf(msg, sizeof(msg), "writev: %s", strerror(err));
 			__uskb_dev_drop(dev, queue, skb, &res[i], msg);
 			continue;
 		}
