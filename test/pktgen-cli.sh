@@ -151,5 +151,16 @@ for mode in "" ,zc ,uring; do
 		bad "tcp:$mode to a peer that stopped reading: exit $rc, packets $pk, lost $lost: $(cat "$tmp/err")"
 done
 
+# --rx against a burst of 4 (one skb, one number, sent four times): duplicates, not loss
+port=$((20000 + ($$ + 7) % 12000))
+"$pg" --rx "udp:127.0.0.1:$port,listen" -n 1000 --duration 20 --json -q >"$tmp/rx" 2>&1 &
+rp=$!
+sleep 0.3
+"$pg" -q -i "udp:127.0.0.1:$port" -b 4 -n 1000 --ratep 2000 >/dev/null
+wait $rp
+out=$(cat "$tmp/rx")
+grep -q '"packets": 1000,' <<<"$out" && grep -q '"lost": 0,' <<<"$out" && grep -q '"duplicates": 750' <<<"$out" ||
+	bad "--rx of -b 4 -n 1000: want 1000 packets, 750 duplicates, 0 lost: $out"
+
 [ $fail = 0 ] || { echo "$fail failed"; exit 1; }
 echo "cli: bad numbers refused, long script lines, unreadable scripts, --dry-run"

@@ -159,21 +159,26 @@ USKB_API int uskb_pktgen_dev_error(struct uskb_pktgen *pg, const char *file, cha
  * A receiver of pktgen packets (uskb-pktgen --rx): it finds the pktgen
  * header (magic, sequence number, send time) behind Ethernet, VLAN/SVLAN
  * tags or MPLS labels, IPv4 or IPv6 and UDP, and keeps per stream — a
- * source MAC, source IP address and UDP source port — the count, the sequence numbers never
- * seen (lost), those that came after a higher one (reordered) and those
- * seen twice (duplicates, within the last 65536), plus a latency histogram
- * (arrival minus the header's send time; sender and receiver must share a
- * clock). Packets sent with clone_skb or burst repeat their number: they
- * count as duplicates. Not thread-safe: one receiver per thread.
+ * source MAC, source IP address and UDP source port — the count, the packets
+ * that never came (lost), those that came after a higher number (reordered)
+ * and the repeats of a number (duplicates, within the last 65536), plus a
+ * latency histogram (arrival minus the header's send time; sender and
+ * receiver must share a clock). The sender numbers every packet it sends;
+ * one it sends again (clone_skb, burst: the same skb) keeps its number, and
+ * the next number is that much higher. So each packet that arrives stands
+ * for one number: lost = the numbers from a stream's first to its highest
+ * (and the highest's repeats) that no packet stands for. A burst of 4 that
+ * all arrives: 3 duplicates a number, nothing lost. Not thread-safe: one
+ * receiver per thread.
  */
 struct uskb_pktgen_rx;
 
 struct uskb_pktgen_rx_stats {
 	uint64_t packets, bytes; /**< pktgen packets (bytes of the frames) */
 	uint64_t other;		 /**< frames that were not pktgen's */
-	uint64_t lost;		 /**< numbers missing below each stream's highest */
+	uint64_t lost;		 /**< packets that never came (above: a repeat stands for a number) */
 	uint64_t reordered;	 /**< arrived after a higher number */
-	uint64_t duplicates;
+	uint64_t duplicates;	 /**< repeats of a number already seen */
 	unsigned int streams;	 /**< distinct senders (past 256 their packets count, their numbers are not followed) */
 	uint64_t lat_samples;	 /**< packets with a send time (no NO_TIMESTAMP) */
 	/** latency in ns: exact min and max; percentiles within 1/16 (a histogram) */

@@ -24,6 +24,8 @@ struct stream {
 	bool used;
 	uint64_t first, max; /* 32-bit numbers extended: they wrap after 2^32 packets */
 	uint64_t unique;
+	uint64_t got;	     /* packets, repeats included */
+	uint64_t max_copies; /* how many times the highest number came */
 	uint64_t *seen; /* WINDOW bits, seq % WINDOW */
 };
 
@@ -151,10 +153,12 @@ static void track(struct uskb_pktgen_rx *rx, struct stream *s, uint32_t seq32)
 {
 	uint64_t seq;
 
+	s->got++;
 	if (!s->unique) {
 		/* 2^32 up: room below for late ones */
 		s->first = s->max = (1ull << 32) | seq32;
 		s->unique = 1;
+		s->max_copies = 1;
 		test_and_set(s, s->max);
 		return;
 	}
@@ -168,12 +172,15 @@ static void track(struct uskb_pktgen_rx *rx, struct stream *s, uint32_t seq32)
 				s->seen[(q % WINDOW) / 64] &= ~(1ull << (q % 64));
 		}
 		s->max = seq;
+		s->max_copies = 1;
 		test_and_set(s, seq);
 		s->unique++;
 		return;
 	}
 	if (s->max - seq < WINDOW && test_and_set(s, seq)) {
 		rx->st.duplicates++;
+		if (seq == s->max)
+			s->max_copies++;
 		return;
 	}
 	/* later than a higher number (or too late to tell a repeat from it) */
@@ -258,12 +265,20 @@ void uskb_pktgen_rx_stats(const struct uskb_pktgen_rx *rx, struct uskb_pktgen_rx
 {
 	*st = rx->st;
 	st->lost = 0;
+	/*
+	 * The sender numbers every packet it sends, and one it sends again
+	 * (burst, clone_skb: the same skb) keeps the number it was built with:
+	 * each copy stands for a number, and the next one built is that much
+	 * higher. So the numbers a stream's packets stand for run from its
+	 * first to its highest and the highest's copies; those no packet
+	 * stands for are lost.
+	 */
 	for (int i = 0; i < MAX_STREAMS; i++) {
 		const struct stream *s = &rx->streams[i];
-		uint64_t span = s->max - s->first + 1;
+		uint64_t span = s->max - s->first + s->max_copies;
 
-		if (s->used && span > s->unique)
-			st->lost += span - s->unique;
+		if (s->used && span > s->got)
+			st->lost += span - s->got;
 	}
 	if (!st->lat_samples) {
 		st->lat_min = 0;
