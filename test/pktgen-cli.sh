@@ -151,6 +151,16 @@ for mode in "" ,zc ,uring; do
 		bad "tcp:$mode to a peer that stopped reading: exit $rc, packets $pk, lost $lost: $(cat "$tmp/err")"
 done
 
+# a device that does not open: its own reason in one line, exit 5 (never "no thread kpktgend_0")
+for spec in "pcap:$tmp/nonexistent/x.pcap" "unix:$tmp/nonexistent/s" "udp:nohost.invalid:9"; do
+	timeout 20 "$pg" -i "$spec" -n 5 >/dev/null 2>"$tmp/err"
+	rc=$?
+	[ $rc = 5 ] && [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q "^uskb-pktgen: ${spec%%:*}:" "$tmp/err" &&
+		! grep -q "no thread" "$tmp/err" || bad "-i $spec: exit $rc: $(cat "$tmp/err")"
+done
+grep -q "No such file or directory" <<<"$(timeout 20 "$pg" -i "pcap:$tmp/nonexistent/x.pcap" -n 5 2>&1)" ||
+	bad "pcap: in a missing directory does not say so"
+
 # --rx against a burst of 4 (one skb, one number, sent four times): duplicates, not loss
 port=$((20000 + ($$ + 7) % 12000))
 "$pg" --rx "udp:127.0.0.1:$port,listen" -n 1000 --duration 20 --json -q >"$tmp/rx" 2>&1 &

@@ -22,14 +22,19 @@ void proc_cmd(const char *file, const char *cmd)
 	 * says "no error" when add_device failed before any open (a name used
 	 * twice is -EBUSY too).
 	 */
-	bool dev_failed = err && err != -ENOENT && err != -ENAMETOOLONG &&
-			  !strncmp(cmd, "add_device", 10) && strcmp(uskb_dev_strerror(), "no error");
+	char *end;
+	long th = strtol(file + (strncmp(file, "kpktgend_", 9) ? 0 : 9), &end, 10);
+	/* ENOENT: a thread file that does not exist, or (add_device) a file the device did not find */
+	bool no_thread = err == -ENOENT && !strncmp(file, "kpktgend_", 9) &&
+			 (*end || end == file + 9 || th < 0 || th >= uskb_pktgen_nthreads(cli.pg));
+	bool dev_failed = err && !no_thread && err != -ENAMETOOLONG && !strncmp(cmd, "add_device", 10) &&
+			  strcmp(uskb_dev_strerror(), "no error");
 
 	if (cli.dry_run)
 		printf("%s > %s\n", cmd, file); /* what would run, as functions.sh writes it */
 	if (dev_failed)
 		fprintf(stderr, "uskb-pktgen: %s\n", uskb_dev_strerror());
-	if (err == -ENOENT && !strncmp(file, "kpktgend_", 9))
+	if (no_thread)
 		fprintf(stderr, "uskb-pktgen: no thread %s: the engine has %d (kpktgend_0 to %d)\n",
 			file, uskb_pktgen_nthreads(cli.pg), uskb_pktgen_nthreads(cli.pg) - 1);
 	if (cli.verbose)
