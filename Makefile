@@ -25,7 +25,9 @@ endif
 OPT         ?= -O2
 CFLAGS      ?= $(OPT) -g
 WARN        := -Wall -Wextra -Wshadow -Wno-missing-field-initializers
-BASEFLAGS   := -std=gnu11 -Iinclude $(WARN) $(SANFLAGS)
+# no path of the build tree in what is built (debug info, __FILE__): an installed file names none
+PREFIX_MAP  := -ffile-prefix-map=$(CURDIR)=.
+BASEFLAGS   := -std=gnu11 -Iinclude $(WARN) $(SANFLAGS) $(PREFIX_MAP)
 LIBFLAGS    = $(BASEFLAGS) -Isrc -fPIC -fvisibility=hidden
 LDLIBS      := -lpthread
 
@@ -175,7 +177,11 @@ $(VHOST_SO): $(VHOST_OBJS) src/vhost/libuskb-vhost.map $(NETDEV_SO)
 
 # the .pc files follow PREFIX and friends: a build for /usr/local and an
 # install for /usr must not share them
-PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(NETDEV_LIBS)|$(PKTGEN_LIBS)
+# a LIBDIR the dynamic linker does not search (PREFIX=/opt/uskb, $HOME/.local): programs
+# linked through pkg-config carry it as their RUNPATH, and find the libraries at run time
+PC_RPATH    := $(if $(filter $(LIBDIR),/lib /usr/lib /usr/local/lib /lib/$(MULTIARCH) \
+		/usr/lib/$(MULTIARCH) /usr/local/lib/$(MULTIARCH)),,-Wl,-rpath,$${libdir} )
+PC_VARS     := $(PREFIX)|$(LIBDIR)|$(INCLUDEDIR)|$(VERSION)|$(LDLIBS)|$(NETDEV_LIBS)|$(PKTGEN_LIBS)|$(PC_RPATH)
 $(BUILD)/pc-vars: FORCE
 	@mkdir -p $(@D)
 	@echo '$(PC_VARS)' | cmp -s - $@ || echo '$(PC_VARS)' > $@
@@ -185,7 +191,7 @@ $(BUILD)/%.pc: %.pc.in $(BUILD)/pc-vars Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 		-e 's|@LIBS_PRIVATE@|$(LDLIBS)|g' -e 's|@NETDEV_LIBS@|$(NETDEV_LIBS)|g' \
-		-e 's|@PKTGEN_LIBS@|$(PKTGEN_LIBS)|g' $< > $@
+		-e 's|@PKTGEN_LIBS@|$(PKTGEN_LIBS)|g' -e 's|@RPATH@|$(PC_RPATH)|g' $< > $@
 
 # no call from a lower layer into a higher one; every global prefixed; the .so files export their maps
 check-layers: lib $(TOOL_OBJS)
@@ -203,10 +209,10 @@ $(BUILD)/examples/%: examples/%.c $(STATIC)
 
 tools: $(TOOL_BINS)
 
-# the version, and where --veth finds scripts/netns-veth.sh: the sources, else installed
+# the version, and where --veth finds netns-veth.sh once installed: DATADIR/uskb relative to
+# BINDIR, so that the tool looks beside itself (a build-tree tool finds the sources' by its place)
 TOOL_FLAGS  = -DUSKB_VERSION_STRING=\"$(VERSION)\" \
-	-DUSKB_NETNS_VETH_SRC=\"$(CURDIR)/scripts/netns-veth.sh\" \
-	-DUSKB_NETNS_VETH=\"$(DATADIR)/uskb/netns-veth.sh\"
+	-DUSKB_DATA_FROM_BIN=\"$(shell realpath -m --relative-to=$(BINDIR) $(DATADIR)/uskb)\"
 
 $(BUILD)/obj/tools/%.o: tools/%.c $(HEADERS) $(wildcard tools/*/*.h) src/lib/compiler.h src/lib/unixpath.h Makefile
 	@mkdir -p $(@D)
@@ -231,10 +237,10 @@ $(BUILD)/tools/uskb-dp: $(DP_TOOL_OBJS) $(ALL_A)
 tests: $(TEST_BINS) $(TEST_SCRIPTS) $(TEST_HELPERS) $(TOOL_BINS) $(EX_BINS) $(BPF_OBJS)
 
 # -g: libbpf reads the maps of pktgen_live.c from the BTF it gives
-$(BUILD)/bpf/%.o: bpf/%.c $(wildcard bpf/*.h)
+$(BUILD)/bpf/%.o: bpf/%.c $(wildcard bpf/*.h) Makefile
 	@mkdir -p $(@D)
 	$(call quiet,BPF,$<)
-	$(Q)clang -O2 -g -Wall -target bpf -I/usr/include/$(MULTIARCH) -c $< -o $@
+	$(Q)clang -O2 -g -Wall -target bpf $(PREFIX_MAP) -I/usr/include/$(MULTIARCH) -c $< -o $@
 
 # shell tests run from the build directory like the C ones
 $(BUILD)/test/%: test/%.sh

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,15 +25,40 @@ static char prefix[16], veth_ns[2][32], veth_if[2][32];
 static const char *script;
 static long long peer_rx0 = -1;
 
-/* the script of the sources this tool was built from, else the installed one */
+/*
+ * The script, found from where this binary is (never from a path fixed at
+ * build time: a root --veth must not run a file of a build tree, maybe
+ * under /tmp). Installed: DATADIR/uskb beside BINDIR (USKB_DATA_FROM_BIN,
+ * "../share/uskb"). In the build tree, BUILD[/VARIANT]/tools/uskb-pktgen:
+ * the sources' scripts/ above BUILD, and only there.
+ */
 static const char *find_script(void)
 {
-	static const char *const paths[] = { USKB_NETNS_VETH_SRC, USKB_NETNS_VETH };
+	static char path[PATH_MAX + 64];
+	char exe[PATH_MAX], *dir, *b;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-		if (access(paths[i], R_OK) == 0)
-			return paths[i];
-	return NULL;
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	dir = dirname(exe);
+	snprintf(path, sizeof(path), "%s/%s/netns-veth.sh", dir, USKB_DATA_FROM_BIN);
+	if (access(path, R_OK) == 0)
+		return path;
+	/* .../build/tools or .../build/VARIANT/tools */
+	if (strcmp(basename(dir), "tools"))
+		return NULL;
+	*strrchr(dir, '/') = 0;
+	b = strrchr(dir, '/');
+	if (b && strcmp(b + 1, "build")) {
+		*b = 0;
+		b = strrchr(dir, '/');
+	}
+	if (!b || strcmp(b + 1, "build"))
+		return NULL;
+	*b = 0;
+	snprintf(path, sizeof(path), "%s/scripts/netns-veth.sh", dir);
+	return access(path, R_OK) == 0 ? path : NULL;
 }
 
 /* the script with @cmd for @pfx, quietly, in a process group of its own: its exit status, or -1 */
@@ -244,8 +271,9 @@ static void veth_up(bool xdp_pass)
 	}
 	script = find_script();
 	if (!script) {
-		fprintf(stderr, "uskb-pktgen: --veth: no netns-veth.sh in %s or %s\n",
-			USKB_NETNS_VETH_SRC, USKB_NETNS_VETH);
+		fprintf(stderr, "uskb-pktgen: --veth: no netns-veth.sh in %s beside this binary's "
+				"directory (an installed uskb-pktgen), nor in the scripts/ of its build tree\n",
+			USKB_DATA_FROM_BIN);
 		exit(2);
 	}
 	snprintf(prefix, sizeof(prefix), "uv%d", (int)getpid() % 10000000);
