@@ -42,4 +42,23 @@ for r in $refs; do
 	[ -e "man/man${r##*.}/$r" ] || bad "a page refers to ${r%.*}(${r##*.}), which has no page"
 done
 echo "$(echo "$refs" | wc -w) cross-references checked"
+
+# each tool's --help: the usage lines of its SYNOPSIS, -V, and the exit codes of its EXIT STATUS
+for t in pktgen dp vhost; do
+	bin=""
+	for b in "$here/../tools/uskb-$t" "$root/build/tools/uskb-$t"; do [ -x "$b" ] && { bin=$b; break; }; done
+	[ -n "$bin" ] || { bad "no uskb-$t binary to ask for --help"; continue; }
+	help=$("$bin" --help)
+	syn=$(MANWIDTH=300 man -l "man/man8/uskb-$t.8" 2>/dev/null | col -b | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+		sed '1d;$d; s/^ *//; /^$/d')
+	usage=$(printf '%s\n' "$help" | sed -n '/^Usage:/,/^[^ U]/p' | grep "uskb-$t" | sed 's/^Usage: *//; s/^ *//')
+	[ "$syn" = "$usage" ] || bad "uskb-$t: --help's usage and the man page's SYNOPSIS differ: [$usage] [$syn]"
+	"$bin" -V | grep -q "^uskb-$t [0-9]" || bad "uskb-$t -V: $("$bin" -V 2>&1 | head -1)"
+	# every number the EXIT STATUS section gives is in the help's exit status
+	codes=$(MANWIDTH=300 man -l "man/man8/uskb-$t.8" 2>/dev/null | col -b | sed -n '/^EXIT STATUS/,/^[A-Z]/p' |
+		grep -o '\b[0-9]\b' | sort -u)
+	hexit=$(printf '%s\n' "$help" | sed -n '/Exit status/,$p' | grep -o '\b[0-9]\b' | sort -u)
+	for c in $codes; do grep -qx "$c" <<<"$hexit" || bad "uskb-$t: exit $c is in the man page, not in --help"; done
+done
+echo "--help of the three tools: their SYNOPSIS, -V and their exit codes"
 exit $((fail > 0))

@@ -242,7 +242,9 @@ check_usage "unexpected argument" -p null extra
 printf 'in_port=1 actions=fly\n' >"$tmp/bad.rules"
 check_usage "bad.rules:1: an unknown action" -p null --rules "$tmp/bad.rules"
 ip netns exec "$nd" "$dpt" -p packet:nosuch0 >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -q "port 1:" "$tmp/err" || bad "a missing interface: $(cat "$tmp/err")"
+rc=$?
+[ $rc = 5 ] && [ "$(grep -c . "$tmp/err")" = 1 ] && grep -q "port 1: packet:nosuch0: no such interface" "$tmp/err" ||
+	bad "a missing interface: exit $rc: $(cat "$tmp/err")"
 
 [ $fail = 0 ] && echo "net-dp: ok" || echo "net-dp: $fail failure(s)"
 [ $fail = 0 ]

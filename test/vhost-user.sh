@@ -236,6 +236,11 @@ check_usage "unexpected argument" -s "$tmp/x.sock" -d null extra
 # 0 would read as "no limit"
 check_usage "give at least 0.001 seconds" -s "$tmp/x.sock" -d null -t 0
 check_usage "give at least 1" -s "$tmp/x.sock" -d null -n 0
+# a device that does not open: its reason once (the spec named once), exit 5 as the other tools
+timeout -k 5 10 "$vht" -s "$tmp/x.sock" -d "pcap:$tmp/no/such/dir/x.pcap" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && [ "$(grep -c . "$tmp/err")" = 1 ] && [ "$(grep -o "x.pcap" "$tmp/err" | wc -l)" = 1 ] ||
+	bad "a device that does not open: exit $rc: $(cat "$tmp/err")"
 # a socket a killed backend left: replaced; a file that is no socket: left alone
 "$vht" -s "$tmp/x.sock" -d null -q >/dev/null 2>&1 &
 kp=$!
@@ -249,7 +254,7 @@ wait $kp 2>/dev/null
 check_usage "something other than a socket is there" -s "$tmp/x.sock" -d null
 [ -f "$tmp/x.sock" ] || bad "a file at the socket path was removed"
 "$vht" -s "$tmp/x.sock" -d nosuch:dev >/dev/null 2>"$tmp/err"
-[ $? = 1 ] && grep -q "nosuch" "$tmp/err" || bad "a bad device: $(cat "$tmp/err")"
+[ $? = 5 ] && grep -q "nosuch" "$tmp/err" || bad "a bad device: $(cat "$tmp/err")"
 
 [ $fail = 0 ] && echo "vhost-user: ok" || echo "vhost-user: $fail failure(s)"
 [ $fail = 0 ]

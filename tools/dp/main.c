@@ -23,7 +23,7 @@
 #include "lib/unixpath.h"
 
 static const char usage[] =
-	"Usage: uskb-dp -p PORT -p PORT [...] [OPTIONS]\n"
+	"Usage: uskb-dp -p PORT [-p PORT]... [OPTION]...\n"
 	"       uskb-dp --handler-of PATH [--rules FILE]\n"
 	"\n"
 	"A flow datapath between uskb devices. Each packet's Open vSwitch flow key\n"
@@ -68,7 +68,7 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0, 1 for a failure while running (an external handler that\n"
 	"died among them, or objects left live at the end), 2 for bad options, rules\n"
-	"or a handler socket path it may not take.\n";
+	"or a handler socket path it may not take, 5 for a port that cannot be opened.\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -216,7 +216,7 @@ static void open_ports(void)
 		p->dev = uskb_dev_open(p->spec);
 		if (!p->dev) {
 			fprintf(stderr, "uskb-dp: port %u: %s\n", p->no, uskb_dev_strerror());
-			exit(1);
+			exit(5); /* as uskb-pktgen and uskb-vhost */
 		}
 		p->ntx = p->dev->nqueues ? p->dev->nqueues : 1;
 		for (unsigned int q = 0; q < p->dev->nrxqueues; q++) {

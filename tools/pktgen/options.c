@@ -18,7 +18,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: uskb-pktgen -i DEV [OPTION]... [\"COMMAND VALUE\"]...\n"
-		"       uskb-pktgen --script FILE [--json] [-q]\n"
+		"       uskb-pktgen --script FILE [--json] [-q] [--dry-run]\n"
 		"       uskb-pktgen --rx DEV [-n COUNT] [--duration S] [--json] [-q]\n"
 		"The kernel's packet generator in userspace: its command language, its packets\n"
 		"and its result lines. Each extra argument is a raw pktgen device command\n"
@@ -75,11 +75,13 @@ static void usage(FILE *f)
 		"                     pktgen packets (default: none), --duration or Ctrl-C\n"
 		"  -q, --quiet        no progress line on stderr\n"
 		"  -h, --help         this text\n"
-		"      --version      print the version\n"
+		"  -V, --version      print the version\n"
 		"\n"
 		"While running, a progress line per second goes to stderr; Ctrl-C stops\n"
-		"cleanly and reports. Exit status: 0 ok, 1 bad usage, 2 the engine could\n"
-		"not be set up, 5 a command was refused (a device that cannot be opened too).\n");
+		"cleanly and reports. Exit status: 0 ok (an interrupted run too), 1 bad usage,\n"
+		"2 the engine could not be set up, 3 the run failed (a device counted errors\n"
+		"or lost frames; --json says \"ok\": false), 5 a command was refused (a device\n"
+		"that cannot be opened too).\n");
 }
 
 void die_usage(const char *fmt, const char *arg)
@@ -203,7 +205,7 @@ static double parse_real(const char *opt, const char *s)
 void cli_parse(int argc, char **argv, struct options *o)
 {
 	enum { O_FRAGS = 256, O_RATE, O_RATEP, O_DURATION, O_SEED, O_IMIX, O_JSON, O_SCRIPT,
-	       O_NOPIN, O_VERSION, O_DRYRUN, O_RANGE, O_VETH, O_RX };
+	       O_NOPIN, O_DRYRUN, O_RANGE, O_VETH, O_RX };
 	static const struct option longopts[] = {
 		{ "frags", required_argument, NULL, O_FRAGS },
 		{ "rate", required_argument, NULL, O_RATE },
@@ -220,7 +222,7 @@ void cli_parse(int argc, char **argv, struct options *o)
 		{ "print-range", required_argument, NULL, O_RANGE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, O_VERSION },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -231,7 +233,7 @@ void cli_parse(int argc, char **argv, struct options *o)
 	o->threads = 1;
 	o->burst = 1;
 	o->count = 100000;
-	while ((c = getopt_long(argc, argv, "s:i:d:m:p:f:t:c:n:b:w:vxh6akq", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:i:d:m:p:f:t:c:n:b:w:vxh6akqV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->size = parse_num("-s", optarg, 65535); break;
 		case 'i': o->dev = optarg; break;
@@ -267,8 +269,8 @@ void cli_parse(int argc, char **argv, struct options *o)
 		case O_RANGE: o->range_of = optarg; break;
 		case O_VETH: o->use_veth = true; break;
 		case O_RX: o->rx_dev = optarg; break;
-		case O_VERSION: printf("uskb-pktgen %s (pktgen 2.75 command language)\n", USKB_VERSION_STRING); exit(0);
-		default: usage(stderr); exit(1);
+		case 'V': printf("uskb-pktgen %s (pktgen 2.75 command language)\n", USKB_VERSION_STRING); exit(0);
+		default: fprintf(stderr, "Try 'uskb-pktgen --help'.\n"); exit(1);
 		}
 	}
 	o->cmds = argv + optind;

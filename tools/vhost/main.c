@@ -23,7 +23,7 @@
 #include "uskb/vhost.h"
 
 static const char usage[] =
-	"Usage: uskb-vhost --socket PATH --dev DEVICE [options]\n"
+	"Usage: uskb-vhost --socket PATH --dev DEVICE [OPTION]...\n"
 	"A vhost-user net backend: a frontend (QEMU, DPDK's virtio-user) connects to\n"
 	"PATH; what the guest sends goes to DEVICE (any uskb device: null, pcap:FILE,\n"
 	"packet:IF, xdp:IF, tap:IF, udp:..., tcp:..., unix:...) without a copy when the device\n"
@@ -57,7 +57,7 @@ static const char usage[] =
 	"tx_zc_fallback).\n"
 	"Exit status: 0, 1 for a failure while running (a device that went down, frames\n"
 	"a frontend never got back, objects left live), 2 for bad usage or a socket path\n"
-	"it may not take.\n";
+	"it may not take, 5 for a device that cannot be opened.\n";
 
 static struct uskb_vhost *vh;
 static struct uskb_vhost *volatile stop_vh; /* what a signal stops: cleared before it is freed */
@@ -226,8 +226,9 @@ int main(int argc, char **argv)
 	}
 	dev = uskb_dev_open(devspec);
 	if (!dev) {
-		fprintf(stderr, "uskb-vhost: %s: %s\n", devspec, uskb_dev_strerror());
-		return 1;
+		/* the device's reason names it (as uskb-pktgen and uskb-dp say it), exit 5 as theirs */
+		fprintf(stderr, "uskb-vhost: %s\n", uskb_dev_strerror());
+		return 5;
 	}
 	cfg.dev = dev;
 	vh = uskb_vhost_new(&cfg);
