@@ -227,15 +227,17 @@ check_usage() {
 	shift
 	timeout -k 5 10 "$vht" "$@" >/dev/null 2>"$tmp/err"
 	local rc=$?
-	[ $rc = 2 ] && grep -q "$want" "$tmp/err" || bad "$*: exit $rc: $(cat "$tmp/err")"
+	[ $rc = 2 ] && grep -q -e "$want" "$tmp/err" || bad "$*: exit $rc: $(cat "$tmp/err")"
 }
 check_usage "are needed" -d null
 check_usage "give on or off" -s "$tmp/x.sock" -d null --zcopy maybe
 check_usage "is not a number" -s "$tmp/x.sock" -d null --stats x
 check_usage "unexpected argument" -s "$tmp/x.sock" -d null extra
 # 0 would read as "no limit"
-check_usage "give at least 0.001 seconds" -s "$tmp/x.sock" -d null -t 0
-check_usage "give at least 1" -s "$tmp/x.sock" -d null -n 0
+check_usage '--duration: "0" is not a number from 0.001 to 10000000 seconds' -s "$tmp/x.sock" -d null -t 0
+check_usage '--count: "0" is not a whole number from 1 to' -s "$tmp/x.sock" -d null -n 0
+check_usage '--max-pend: "0" is not a whole number from 1 to 32768' -s "$tmp/x.sock" -d null --max-pend 0
+check_usage '--duration: "1e99" is not a number from 0.001 to 10000000' -s "$tmp/x.sock" -d null -t 1e99
 # a device that does not open: its reason once (the spec named once), exit 5 as the other tools
 timeout -k 5 10 "$vht" -s "$tmp/x.sock" -d "pcap:$tmp/no/such/dir/x.pcap" >/dev/null 2>"$tmp/err"
 rc=$?

@@ -264,8 +264,14 @@ void __uskb_dev_drop(struct uskb_dev *dev, unsigned int queue, struct uskb *skb,
 {
 	if (last_drop.dev != dev || last_drop.open_id != dev->__open_id ||
 	    last_drop.queue != queue || last_drop.len != skb->len || last_drop.why != why) {
-		__uskb_dev_error(dev, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue,
-				 skb->len, __atomic_load_n(&dev->mtu, __ATOMIC_RELAXED), why);
+		unsigned int mtu = __atomic_load_n(&dev->mtu, __ATOMIC_RELAXED);
+
+		/* the MTU where it may be the cause: a frame past it, with an Ethernet header and a tag */
+		if (skb->len > mtu + 18)
+			__uskb_dev_error(dev, "queue %u: dropped a %u-byte frame (MTU %u): %s", queue, skb->len,
+					 mtu, why);
+		else
+			__uskb_dev_error(dev, "queue %u: dropped a %u-byte frame: %s", queue, skb->len, why);
 		last_drop.dev = dev;
 		last_drop.open_id = dev->__open_id;
 		last_drop.queue = queue;

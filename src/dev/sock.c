@@ -45,6 +45,7 @@
 #include <linux/sockios.h>
 
 #include "dev/sock.h"
+#include "lib/unixpath.h"
 
 #ifndef SO_ZEROCOPY
 #define SO_ZEROCOPY 60
@@ -156,12 +157,20 @@ static int sock_open(struct sk_dev *s)
 	}
 	if (o->listen) {
 		const struct sockaddr_un *un = (const struct sockaddr_un *)&o->addr;
-		struct stat st;
 
-		/* a socket file left by an earlier run is replaced; any other file is not */
-		if (o->kind == SK_UNIX && un->sun_path[0] && !lstat(un->sun_path, &st) &&
-		    S_ISSOCK(st.st_mode))
-			unlink(un->sun_path);
+		/* a socket file left by an earlier run is replaced; a live server's or any other file is not */
+		if (o->kind == SK_UNIX && un->sun_path[0]) {
+			err = uskb_unix_path_claim(un->sun_path, SOCK_STREAM);
+			if (err) {
+				close(fd);
+				return __uskb_dev_fail(-err, "%s: %s", o->text,
+						       err == -EADDRINUSE ? "a live process serves this socket: not "
+									    "taken over" :
+						       err == -ENOTSOCK ? "something other than a socket is there "
+									  "(a directory or a file): left alone" :
+									  strerror(-err));
+			}
+		}
 		if (o->kind == SK_TCP)
 			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (bind(fd, (const struct sockaddr *)&o->addr, o->alen) || listen(fd, 4)) {

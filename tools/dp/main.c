@@ -696,10 +696,12 @@ int main(int argc, char **argv)
 			break;
 		}
 	if (!dp.quiet && !status) {
+		char hs[32];
+
+		snprintf(hs, sizeof(hs), "%u handler%s", dp.nhandlers, dp.nhandlers == 1 ? "" : "s");
 		fprintf(stderr, "uskb-dp: %u port%s, %u datapath thread%s, %s, %s upcalls\n",
 			dp.nports, dp.nports == 1 ? "" : "s", dp.nthreads, dp.nthreads == 1 ? "" : "s",
-			dp.handler_socket ? "an external handler" : dp.nhandlers == 1 ? "1 handler" : "handlers",
-			dp.copy ? "copied" : "zero-copy");
+			dp.handler_socket ? "an external handler" : hs, dp.copy ? "copied" : "zero-copy");
 	}
 	next_stats = start + (uint64_t)(dp.stats_interval * 1e9);
 	while (!interrupted && !atomic_load(&dp.stop)) {

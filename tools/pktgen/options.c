@@ -168,7 +168,7 @@ static double imix_mean(const char *s, bool ip6)
 	return weights > 0 ? sum / weights : 0;
 }
 
-static unsigned long parse_num(const char *opt, const char *s, unsigned long max)
+static unsigned long parse_num(const char *opt, const char *s, unsigned long min, unsigned long max)
 {
 	char *end;
 	unsigned long v;
@@ -176,8 +176,8 @@ static unsigned long parse_num(const char *opt, const char *s, unsigned long max
 	errno = 0;
 	v = strtoul(s, &end, 10);
 	/* digits only: strtoul would skip spaces and take "-1" as its largest value */
-	if (!isdigit((unsigned char)s[0]) || *end || errno || v > max) {
-		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a number from 0 to %lu\n", opt, s, max);
+	if (!isdigit((unsigned char)s[0]) || *end || errno || v < min || v > max) {
+		fprintf(stderr, "uskb-pktgen: %s: \"%s\" is not a number from %lu to %lu\n", opt, s, min, max);
 		exit(1);
 	}
 	return v;
@@ -235,17 +235,17 @@ void cli_parse(int argc, char **argv, struct options *o)
 	o->count = 100000;
 	while ((c = getopt_long(argc, argv, "s:i:d:m:p:f:t:c:n:b:w:vxh6akqV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': o->size = parse_num("-s", optarg, 65535); break;
+		case 's': o->size = parse_num("-s", optarg, 0, 65535); break;
 		case 'i': o->dev = optarg; break;
 		case 'd': o->dst = optarg; break;
 		case 'm': o->dst_mac = optarg; break;
 		case 'p': o->port = optarg; break;
-		case 'f': o->first = parse_num("-f", optarg, 4095); break;
-		case 't': o->threads = parse_num("-t", optarg, 4096); break;
-		case 'c': o->clone = parse_num("-c", optarg, 2147483647); break;
-		case 'n': o->count = parse_num("-n", optarg, ULONG_MAX); o->count_set = true; break;
-		case 'b': o->burst = parse_num("-b", optarg, 1u << 20); break;
-		case 'w': o->delay = parse_num("-w", optarg, ULONG_MAX); break;
+		case 'f': o->first = parse_num("-f", optarg, 0, 4095); break;
+		case 't': o->threads = parse_num("-t", optarg, 1, 4096); break;
+		case 'c': o->clone = parse_num("-c", optarg, 0, 2147483647); break;
+		case 'n': o->count = parse_num("-n", optarg, 0, ULONG_MAX); o->count_set = true; break;
+		case 'b': o->burst = parse_num("-b", optarg, 0, 1u << 20); break;
+		case 'w': o->delay = parse_num("-w", optarg, 0, ULONG_MAX); break;
 		case 'v': cli.verbose = 1; break;
 		case 'x': o->debug = true; break;
 		case '6': o->ip6 = true; break;
@@ -253,12 +253,12 @@ void cli_parse(int argc, char **argv, struct options *o)
 		case 'k': o->csum = true; break;
 		case 'q': cli.quiet = 1; break;
 		case 'h': usage(stdout); exit(0);
-		case O_FRAGS: o->frags = parse_num("--frags", optarg, 17); o->have_frags = true; break;
+		case O_FRAGS: o->frags = parse_num("--frags", optarg, 0, 17); o->have_frags = true; break;
 		case O_RATE: o->rate = parse_real("--rate", optarg); break;
 		case O_RATEP: o->ratep = parse_real("--ratep", optarg); break;
 		case O_DURATION: cli.duration = parse_real("--duration", optarg); break;
 		case O_SEED:
-			o->po.seed = parse_num("--seed", optarg, ULONG_MAX);
+			o->po.seed = parse_num("--seed", optarg, 0, ULONG_MAX);
 			o->po.seeded = true;
 			break;
 		case O_IMIX: o->imix = optarg; break;
@@ -313,8 +313,6 @@ void cli_check_device(struct options *o)
 	if (!o->script && !o->dev)
 		die_usage("%s", "no device: give -i DEV (null, pcap:FILE, packet:IFNAME, xdp:IFNAME), "
 				"--veth or --script FILE");
-	if (!o->threads)
-		die_usage("%s", "-t: at least one thread");
 	if (o->first + o->threads > 4096)
 		die_usage("%s", "-f + -t: at most 4096 threads");
 	if (o->dev) {

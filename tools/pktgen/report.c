@@ -199,10 +199,14 @@ static void run_cpu(double *user, double *sys)
 	*sys = tv_s(ru.ru_stime) - tv_s(ru_start.ru_stime);
 }
 
-/* CPU-seconds per GB of @bytes (0 when nothing was sent) */
+/*
+ * CPU-seconds per GB of @bytes, or -1 when the run is too short to give
+ * one: under 0.1 s of CPU (the clock ticks by 4 ms) or under 1 MB sent
+ */
+#define CPU_MIN_S 0.1
 static double per_gb(double cpu, uint64_t bytes)
 {
-	return bytes ? cpu / ((double)bytes / 1e9) : 0;
+	return cpu >= CPU_MIN_S && bytes >= 1000000 ? cpu / ((double)bytes / 1e9) : -1;
 }
 
 /* the device files, or with --json one object per device */
@@ -286,10 +290,14 @@ static void report(void)
 			       ", \"zc_fallback\": %" PRIu64 ", \"zc_fixed\": %" PRIu64, st.zc_sent,
 			       st.zc_copied, st.zc_fallback, st.zc_fixed);
 		/* the process's, the same in every object */
-		printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, \"cpu_s_per_gb\": %.4f}\n", user,
-		       sys, per_gb(user + sys, all_bytes));
+		printf(", \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, \"cpu_s_per_gb\": ", user, sys);
+		/* null: too short a run to tell */
+		printf(per_gb(user + sys, all_bytes) < 0 ? "null}\n" : "%.4f}\n", per_gb(user + sys, all_bytes));
 	}
-	if (!cli.json)
+	if (!cli.json && per_gb(user + sys, all_bytes) < 0)
+		printf("CPU: %.2f s user + %.2f s system (%.3f GB sent: too short a run for a figure per GB)\n",
+		       user, sys, (double)all_bytes / 1e9);
+	else if (!cli.json)
 		printf("CPU: %.2f s user + %.2f s system: %.3f CPU-seconds per GB sent (%.3f GB)\n",
 		       user, sys, per_gb(user + sys, all_bytes), (double)all_bytes / 1e9);
 	fflush(stdout);

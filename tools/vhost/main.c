@@ -124,14 +124,29 @@ static void print(double t, bool final, bool json)
 	fflush(stdout);
 }
 
-static bool number(const char *opt, const char *arg, double max, double *v)
+/* a bound as a reader writes it: 10000000, 0.001 (never 1e+07) */
+static const char *bound(char *buf, size_t len, double v)
 {
-	char *end;
+	snprintf(buf, len, v == (double)(uint64_t)v ? "%.0f" : "%g", v);
+	return buf;
+}
+
+/*
+ * @arg as a number from @min to @max (@whole: an integer); else one line
+ * naming the option, the value and the range (and @hint), and false
+ */
+static bool number(const char *opt, const char *arg, double min, double max, bool whole, const char *hint,
+		   double *v)
+{
+	char *end, lo[32], hi[32];
 
 	errno = 0;
 	*v = strtod(arg, &end);
-	if (errno || end == arg || *end || *v < 0 || *v > max) {
-		fprintf(stderr, "uskb-vhost: %s %s: is not a number from 0 to %g\n", opt, arg, max);
+	if (errno || end == arg || *end || !(*v >= min && *v <= max) || (whole && *v != (double)(uint64_t)*v) ||
+	    strpbrk(arg, "xXnNiI ")) {
+		fprintf(stderr, "uskb-vhost: %s: \"%s\" is not a %s from %s to %s%s\n", opt, arg,
+			whole ? "whole number" : "number", bound(lo, sizeof(lo), min), bound(hi, sizeof(hi), max),
+			hint ? hint : "");
 		return false;
 	}
 	return true;
@@ -168,45 +183,33 @@ int main(int argc, char **argv)
 			cfg.no_zcopy = !strcmp(optarg, "off");
 			break;
 		case 'C':
-			if (!number("--copybreak", optarg, 65536, &v))
+			if (!number("--copybreak", optarg, 0, 65536, true, NULL, &v))
 				return 2;
 			cfg.copybreak = v ? (unsigned int)v : 1;
 			break;
 		case 'P':
-			if (!number("--max-pend", optarg, 32768, &v) || v < 1) {
-				if (v < 1)
-					fprintf(stderr, "uskb-vhost: --max-pend: at least 1\n");
+			if (!number("--max-pend", optarg, 1, 32768, true, NULL, &v))
 				return 2;
-			}
 			cfg.max_pend = (unsigned int)v;
 			break;
 		case 'B':
-			if (!number("--busy-poll", optarg, 1e9, &v))
+			if (!number("--busy-poll", optarg, 0, 1e9, true, NULL, &v))
 				return 2;
 			cfg.busy_poll_us = (unsigned int)v;
 			break;
 		case 't':
-			if (!number("--duration", optarg, 1e7, &duration))
-				return 2;
 			/* 0 would read as "no limit": leave the option out for that */
-			if (duration < 0.001) {
-				fprintf(stderr, "uskb-vhost: --duration %s: give at least 0.001 seconds (without "
-						"-t, it runs until SIGINT)\n", optarg);
+			if (!number("--duration", optarg, 0.001, 1e7, false, " seconds (without -t, it runs until SIGINT)",
+				    &duration))
 				return 2;
-			}
 			break;
 		case 'n':
-			if (!number("--count", optarg, 1e15, &v))
+			if (!number("--count", optarg, 1, 1e15, true, " (without -n, it runs until SIGINT)", &v))
 				return 2;
-			if (v < 1) {
-				fprintf(stderr, "uskb-vhost: --count %s: give at least 1 (without -n, it runs "
-						"until SIGINT)\n", optarg);
-				return 2;
-			}
 			cfg.tx_limit = (uint64_t)v;
 			break;
 		case 'S':
-			if (!number("--stats", optarg, 1e6, &stats))
+			if (!number("--stats", optarg, 0, 1e6, false, " seconds", &stats))
 				return 2;
 			break;
 		case 'j': json = true; break;
