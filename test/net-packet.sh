@@ -144,6 +144,17 @@ grep -q "removed the pair uv9999990-a/uv9999990-b left by process 9999990" "$tmp
 	! ls /run/netns | grep -q '^uv999999[01]-' || bad "--veth: stale pairs: $(cat "$tmp/err")"
 ns=$(sed -n 's/.*(in \(uv[0-9]*-b\)).*/\1/p' "$tmp/err")
 [ -n "$ns" ] && ! ip netns list | grep -q "${ns%-b}" || bad "--veth left $ns behind"
+# --veth=PREFIX: the namespaces and ends carry it; a prefix whose namespaces exist is refused
+vp=nv$(($$ % 100000))
+timeout 60 "$pg" --veth="$vp" -n 50 -q 2>"$tmp/err" >/dev/null &&
+	grep -q "${vp}1 (in $vp-b) received 50 packets; the pair is removed" "$tmp/err" && ! ip netns list | grep -q "^$vp-" ||
+	bad "--veth=$vp: $(cat "$tmp/err")"
+ip netns add "$vp-a"
+timeout 60 "$pg" --veth="$vp" -n 50 -q >/dev/null 2>"$tmp/err"
+rc=$?
+ip netns del "$vp-a"
+[ $rc = 2 ] && grep -q "the namespace $vp-a exists already" "$tmp/err" || bad "--veth=$vp over a namespace: exit $rc: $(cat "$tmp/err")"
+echo "--veth=$vp: named namespaces; refused over one that exists"
 # --veth -i KIND: the kind and its options land on the veth end
 for kind in xdp:copy xdp::copy packet::mmsg; do
 	out=$(timeout 60 "$pg" --veth -i "$kind" -n 200 -q -v --json 2>&1)

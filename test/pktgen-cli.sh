@@ -61,8 +61,15 @@ out=$("$pg" --script "$tmp/run.pg" --dry-run 2>&1)
 want='reset > pgctrl
 rem_device_all > kpktgend_0
 add_device null > kpktgend_0
-count 5 > null'
+count 5 > null
+start > pgctrl'
 [ "$out" = "$want" ] || bad "--dry-run wrote: $out"
+# the example script in examples/: checks, and runs
+root=$(cd "$here/../.." && pwd)
+[ -f "$root/examples/run.pg" ] || root=$(cd "$here/../../.." && pwd)
+out=$("$pg" --script "$root/examples/run.pg" --dry-run 2>&1)
+[ "$(tail -n 1 <<<"$out")" = "start > pgctrl" ] || bad "examples/run.pg --dry-run: $out"
+[ "$("$pg" --script "$root/examples/run.pg" -q | grep -c '^Result: OK: ')" = 2 ] || bad "examples/run.pg did not run two devices"
 
 # a capture that cannot be written fails at once (its header is written at open): exit 5, the reason
 for f in /dev/full /proc/version; do

@@ -40,6 +40,7 @@ struct options {
 	unsigned long size, threads, first, clone, burst, frags;
 	unsigned long long count, delay;
 	bool count_set, ip6, csum, debug, have_frags, use_veth;
+	const char *veth_prefix; /* --veth=PREFIX, or NULL: uvPID */
 	double rate, ratep;
 	struct uskb_pktgen_opts po;
 	char **cmds; /* the raw device commands after the options */

@@ -61,10 +61,11 @@ static void usage(FILE *f)
 		"      --script FILE  run pg_ctrl / pg_thread N / pg_set DEV lines\n"
 		"      --dry-run      with --script: check the commands, send nothing\n"
 		"      --print-range ADDR  print the first and last address of a CIDR range\n"
-		"      --veth         (root) send through a private veth pair made for the run\n"
-		"                     (198.18.0.1 -> 198.18.0.2) and removed after it; -i may\n"
-		"                     then name the kind: packet (default), packet::mmsg, xdp,\n"
-		"                     xdp-live\n"
+		"      --veth[=PREFIX] (root) send through a private veth pair made for the run\n"
+		"                     (198.18.0.1 -> 198.18.0.2) and removed after it, in\n"
+		"                     namespaces PREFIX-a and PREFIX-b (default uvPID; PREFIX:\n"
+		"                     1 to 10 of a-z 0-9); -i may then name the kind: packet\n"
+		"                     (default), packet::mmsg, xdp, xdp-live\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
 		"      --rx DEV       receive instead (packet:IFNAME, xdp:IFNAME[:QUEUE], an\n"
 		"                     interface name, tap:IFNAME, or udp:/tcp:/unix: with\n"
@@ -217,7 +218,7 @@ void cli_parse(int argc, char **argv, struct options *o)
 		{ "script", required_argument, NULL, O_SCRIPT },
 		{ "no-pin", no_argument, NULL, O_NOPIN },
 		{ "dry-run", no_argument, NULL, O_DRYRUN },
-		{ "veth", no_argument, NULL, O_VETH },
+		{ "veth", optional_argument, NULL, O_VETH },
 		{ "rx", required_argument, NULL, O_RX },
 		{ "print-range", required_argument, NULL, O_RANGE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -267,7 +268,14 @@ void cli_parse(int argc, char **argv, struct options *o)
 		case O_NOPIN: o->po.no_pin = true; break;
 		case O_DRYRUN: cli.dry_run = 1; break;
 		case O_RANGE: o->range_of = optarg; break;
-		case O_VETH: o->use_veth = true; break;
+		case O_VETH:
+			o->use_veth = true;
+			o->veth_prefix = optarg;
+			if (optarg && (!*optarg || strlen(optarg) > 10 ||
+				       strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(optarg)))
+				die_usage("--veth=%s: a prefix is 1 to 10 of a-z and 0-9 (the namespaces are "
+					  "PREFIX-a and PREFIX-b)", optarg);
+			break;
 		case O_RX: o->rx_dev = optarg; break;
 		case 'V': printf("uskb-pktgen %s (pktgen 2.75 command language)\n", USKB_VERSION_STRING); exit(0);
 		default: fprintf(stderr, "Try 'uskb-pktgen --help'.\n"); exit(1);

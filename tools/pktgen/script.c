@@ -104,7 +104,9 @@ int run_script(const char *path)
 		if (!strcmp(word, "pg_ctrl")) {
 			rest = unquote(rest);
 			if (!strcmp(rest, "start")) {
-				if (!cli.dry_run)
+				if (cli.dry_run)
+					printf("start > pgctrl\n"); /* what would run, sent nothing */
+				else
 					start_run();
 				ran = true;
 			} else {

@@ -260,7 +260,7 @@ static long long veth_peer_rx(void)
 
 /* PREFIX-a holds PREFIX0, PREFIX-b PREFIX1, as netns-veth.sh names them */
 /* @xdp_pass: the peer runs an XDP pass program, without which a veth drops XDP-sent frames */
-static void veth_up(bool xdp_pass)
+static void veth_up(bool xdp_pass, const char *want)
 {
 	char nspath[64];
 	int fd;
@@ -276,12 +276,22 @@ static void veth_up(bool xdp_pass)
 			USKB_DATA_FROM_BIN);
 		exit(2);
 	}
-	snprintf(prefix, sizeof(prefix), "uv%d", (int)getpid() % 10000000);
+	if (want)
+		snprintf(prefix, sizeof(prefix), "%s", want);
+	else
+		snprintf(prefix, sizeof(prefix), "uv%d", (int)getpid() % 10000000);
 	for (int i = 0; i < 2; i++) {
 		snprintf(veth_ns[i], sizeof(veth_ns[i]), "%s-%c", prefix, 'a' + i);
 		snprintf(veth_if[i], sizeof(veth_if[i]), "%s%d", prefix, i);
 	}
 	remove_stale_pairs();
+	/* a prefix of the user's: never someone else's namespaces */
+	snprintf(nspath, sizeof(nspath), "/run/netns/%s", veth_ns[0]);
+	if (want && access(nspath, F_OK) == 0) {
+		fprintf(stderr, "uskb-pktgen: --veth=%s: the namespace %s exists already (another run's? "
+				"scripts/netns-veth.sh down -p %s removes it)\n", want, veth_ns[0], want);
+		exit(2);
+	}
 	guardian_start();
 	if (guardian < 0) {
 		fprintf(stderr, "uskb-pktgen: --veth: cannot start the process that removes the pair: %s\n",
@@ -310,7 +320,7 @@ void veth_use(struct options *o)
 	static char vdev[64];
 	const char *kind = o->dev ? o->dev : "packet", *opts = strchr(kind, ':');
 
-	veth_up(!strncmp(kind, "xdp-live", 8));
+	veth_up(!strncmp(kind, "xdp-live", 8), o->veth_prefix);
 	cli.veth = true;
 	/* packet[:[:]OPTS] or xdp[:[:]OPTS]: the options follow the interface */
 	snprintf(vdev, sizeof(vdev), "%.*s:%s%s", (int)(opts ? opts - kind : (long)strlen(kind)), kind,
