@@ -360,15 +360,15 @@ static int send_vports(int fd)
 	return 0;
 }
 
-/* a reply from the handler on @fd: false when the handler is gone */
-static bool take_reply(int fd)
+/* a reply from the handler on @fd: 1, 0 when none is waiting, -1 when the handler is gone */
+static int take_reply(int fd)
 {
 	static uint8_t buf[1 << 17];
 	ssize_t n = recv(fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
 	struct uskb *msg;
 
 	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
+		return errno == EINTR ? 1 : errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
 	/*
 	 * A seqpacket socket reads 0 both at its end and for an empty
 	 * message: only a peer that hung up ends the handler; an empty
@@ -378,17 +378,27 @@ static bool take_reply(int fd)
 		struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
 
 		if (poll(&pfd, 1, 0) >= 0 && (pfd.revents & (POLLRDHUP | POLLHUP)))
-			return false;
+			return -1;
 		cnt_add(&dp.ext_bad, 1);
-		return true;
+		return 1;
 	}
 	if ((size_t)n > sizeof(buf) || !(msg = uskb_alloc((unsigned int)n))) {
 		cnt_add(&dp.ext_bad, 1);
-		return true;
+		return 1;
 	}
 	uskb_put_data(msg, buf, (unsigned int)n);
 	dp_deliver_reply(msg);
-	return true;
+	return 1;
+}
+
+/* every reply waiting on @fd: false when the handler is gone (its end read) */
+static bool take_replies(int fd)
+{
+	int r;
+
+	while ((r = take_reply(fd)) > 0 && !atomic_load(&dp.stop))
+		;
+	return r >= 0;
 }
 
 /* a handler that connected: told the ports, then the threads' upcalls go to it */
@@ -456,11 +466,15 @@ static void *reader_main(void *arg)
 
 		if (poll(pfd, fd >= 0 ? 2 : 1, 100) <= 0)
 			continue;
-		if (fd >= 0 && pfd[1].revents && !take_reply(fd)) {
+		/*
+		 * The handler's replies, all that wait: a killed handler's
+		 * successor may connect before its end is read, and must find
+		 * it buried, not be refused as a second handler
+		 */
+		if (fd >= 0 && (pfd[1].revents || (pfd[0].revents & POLLIN)) && !take_replies(fd)) {
 			bury_handler(fd);
 			fd = -1;
 			cnt_add(&dp.handler_deaths, 1);
-			continue;
 		}
 		if (!(pfd[0].revents & POLLIN) ||
 		    (nfd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
