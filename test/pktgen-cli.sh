@@ -154,7 +154,7 @@ for mode in "" ,zc ,uring; do
 	pk=$(sed -n 's/.*"packets": \([0-9]*\).*/\1/p' <<<"$out")
 	lost=$(sed -n 's/.*"lost": \([0-9]*\).*/\1/p' <<<"$out")
 	[ $rc = 3 ] && [ -n "$pk" ] && [ "$pk" -gt 0 ] && [ "$lost" = "$pk" ] && grep -q '"ok": false' <<<"$out" &&
-		grep -q "the peer took no more within 2000 ms of the end" "$tmp/err" ||
+		grep -q "the peer took no more within 2000 ms: connection reset" "$tmp/err" ||
 		bad "tcp:$mode to a peer that stopped reading: exit $rc, packets $pk, lost $lost: $(cat "$tmp/err")"
 done
 

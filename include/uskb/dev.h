@@ -262,15 +262,17 @@ USKB_API int uskb_dev_xdp_run(struct uskb_dev *dev, unsigned int queue, int prog
 /** Push out frames @dev holds back for batching (ops->flush); a no-op for most. */
 USKB_API void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue);
 /**
- * The end of transmit on @queue: uskb_dev_flush(), then, for a stream
- * (tcp:, unix:), a frame half out finished, the end told to the peer
- * (FIN), and up to @timeout_ms for it to take every byte (TCP: acknowledged;
- * zero-copy sends completed). Frames it did not take by then move from
- * tx_packets to tx_dropped, with a reason in uskb_dev_last_error(), and are
- * never sent late (the close resets the connection). Nothing may be sent
- * on @queue after it. For other devices the same as uskb_dev_flush().
+ * Before a pause or the end: uskb_dev_flush(), then, for a stream (tcp:,
+ * unix:), up to @timeout_ms for the peer to take what was sent (a frame
+ * half out finished; TCP: every byte acknowledged, the zero-copy sends
+ * completed). A peer that has not by then loses the frames it did not
+ * acknowledge: they move from tx_packets to tx_dropped, with the reason in
+ * uskb_dev_last_error(), and the connection is reset so that they are
+ * never sent late (a listening device waits for its next peer, a
+ * connecting one goes down). A peer that took everything keeps its
+ * connection. For other devices the same as uskb_dev_flush().
  */
-USKB_API void uskb_dev_finish(struct uskb_dev *dev, unsigned int queue, int timeout_ms);
+USKB_API void uskb_dev_drain(struct uskb_dev *dev, unsigned int queue, int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -356,11 +356,11 @@ void uskb_dev_flush(struct uskb_dev *dev, unsigned int queue)
 		uskb_dev_tx_settle(&dev->qstats[queue]);
 }
 
-void uskb_dev_finish(struct uskb_dev *dev, unsigned int queue, int timeout_ms)
+void uskb_dev_drain(struct uskb_dev *dev, unsigned int queue, int timeout_ms)
 {
 	if (dev->ops->flush)
 		dev->ops->flush(dev, queue);
-	__uskb_sk_finish(dev, timeout_ms < 0 ? 0 : timeout_ms);
+	__uskb_sk_drain(dev, timeout_ms < 0 ? 0 : timeout_ms);
 	if (dev->qstats)
 		uskb_dev_tx_settle(&dev->qstats[queue]);
 }

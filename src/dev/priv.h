@@ -114,12 +114,12 @@ USKB_HIDDEN const char *__uskb_dev_too_long_why(const struct uskb *skb);
 
 /* the built-in devices */
 /*
- * The end of a socket device's transmit (uskb_dev_finish): a stream's peer
- * told the end and given @timeout_ms to take what was sent; what it did
- * not, counted lost. Does nothing for a device of another type.
- * (An op of its own once struct uskb_dev_ops can grow.)
+ * A socket device's drain (uskb_dev_drain): a stream's peer given
+ * @timeout_ms to take what was sent; what it did not, counted lost and the
+ * connection reset. Does nothing for a device of another type. (An op of
+ * its own once struct uskb_dev_ops can grow.)
  */
-USKB_HIDDEN void __uskb_sk_finish(struct uskb_dev *dev, int timeout_ms);
+USKB_HIDDEN void __uskb_sk_drain(struct uskb_dev *dev, int timeout_ms);
 
 extern const struct uskb_dev_ops __uskb_dev_null_ops USKB_HIDDEN;
 extern const struct uskb_dev_ops __uskb_dev_pcap_ops USKB_HIDDEN;

@@ -920,11 +920,6 @@ static void sk_xmit(struct uskb_dev *dev, unsigned int queue, struct uskb **skbs
 		__uskb_dev_drop_all(skbs, n, res);
 		return;
 	}
-	if (uskb_unlikely(s->finished)) {
-		for (int i = 0; i < n; i++)
-			__uskb_dev_drop(dev, 0, skbs[i], &res[i], "sent after the end (uskb_dev_finish)");
-		return;
-	}
 	reap(s, false);
 	if (s->stream)
 		stream_xmit(s, skbs, n, res);
@@ -1100,27 +1095,26 @@ fail:
 }
 
 /*
- * The end of the stream: finish a frame half out, tell the peer (FIN),
- * and wait up to @timeout_ms for it to acknowledge every byte (SIOCOUTQ
- * at 0; a unix peer has the bytes once they are written) and for the
- * kernel's zero-copy completions. The frames whose bytes it has not
- * acknowledged by then are lost: counted, said, and reset away at close
- * rather than sent late.
+ * Wait up to @timeout_ms for a stream's peer to take what was sent: a
+ * frame half out finished, the uring sends done, every byte acknowledged
+ * (TCP: SIOCOUTQ at 0; a unix: peer holds what was written) and the
+ * zero-copy sends completed. A peer that has not by then loses the frames
+ * whose bytes it did not acknowledge: counted, said, and the connection is
+ * reset so that they are never sent late (a listening device waits for its
+ * next peer; a connecting one is down). Otherwise the device goes on as it
+ * was.
  */
-void __uskb_sk_finish(struct uskb_dev *dev, int timeout_ms)
+void __uskb_sk_drain(struct uskb_dev *dev, int timeout_ms)
 {
 	struct sk_dev *s;
 	uint64_t end = uskb_mono_ns() + (uint64_t)timeout_ms * 1000000u, acked, lost = 0, bytes = 0;
+	char why[96];
 	int outq = 0;
 
-	if (dev->ops != &__uskb_dev_tcp_ops && dev->ops != &__uskb_dev_unix_ops &&
-	    dev->ops != &__uskb_dev_udp_ops)
+	if (dev->ops != &__uskb_dev_tcp_ops && dev->ops != &__uskb_dev_unix_ops)
 		return;
 	s = dev->priv;
-	if (s->finished)
-		return;
-	s->finished = true;
-	if (!s->stream || s->fd < 0 || !uskb_dev_running(dev))
+	if (s->fd < 0 || !uskb_dev_running(dev))
 		return;
 	while (s->part && s->fd >= 0 && uskb_dev_running(dev) && uskb_mono_ns() < end) {
 		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
@@ -1128,44 +1122,56 @@ void __uskb_sk_finish(struct uskb_dev *dev, int timeout_ms)
 		if (!push_part(s))
 			poll(&pfd, 1, 10);
 	}
-	while (s->ur && s->ur_pending && uskb_mono_ns() < end)
-		__uskb_sk_uring_reap(s, 10);
-	if (s->fd < 0)
-		return;
-	shutdown(s->fd, SHUT_WR);
-	/* uring sends still waiting for room fail now: their frames are counted lost by their results */
-	for (int i = 0; s->ur && s->ur_pending && i < 10; i++)
-		__uskb_sk_uring_reap(s, 10);
 	for (;;) {
 		struct pollfd pfd = { .fd = s->fd, .events = 0 };
 
-		if (ioctl(s->fd, SIOCOUTQ, &outq) || s->o.kind != SK_TCP)
+		if (s->fd < 0)
+			return; /* the connection went meanwhile: its own line said so */
+		if (s->o.kind != SK_TCP || ioctl(s->fd, SIOCOUTQ, &outq))
 			outq = 0;
-		if ((!outq && !s->t.live) || uskb_mono_ns() >= end)
+		if ((!outq && !s->t.live && !s->ur_pending) || uskb_mono_ns() >= end)
 			break;
 		if (s->ur)
 			__uskb_sk_uring_reap(s, 10);
 		else if (!__uskb_sk_reap_errqueue(s))
 			poll(&pfd, 1, 10);
 	}
-	if (!outq || !s->fend)
-		return;
-	/* the frames that end past what the peer acknowledged (the FIN takes a sequence number too) */
-	acked = s->wpos - (uint64_t)(outq - 1);
-	while (s->fend_head != s->fend_tail && s->fend[(s->fend_head - 1) & (SK_FEND - 1)] > acked) {
+	if (s->o.kind != SK_TCP || (!outq && !s->ur_pending))
+		return; /* taken; zero-copy completions still to come are close's to wait for */
+	/*
+	 * uring sends still waiting for room: cancelled; a failed one's frames
+	 * are counted lost by its result (it never reaches the frame ends)
+	 */
+	if (s->ur) {
+		__uskb_sk_uring_cancel(s);
+		s->ur_err = 0; /* the reset below says it */
+	}
+	/* the frames that end past what the peer acknowledged (bytes_acked: Linux 4.1) */
+	if (__uskb_sk_bytes_acked(s->fd, &acked))
+		acked = s->wpos > (uint64_t)outq ? s->wpos - (uint64_t)outq : 0;
+	while (s->fend && s->fend_head != s->fend_tail && s->fend[(s->fend_head - 1) & (SK_FEND - 1)] > acked) {
 		uint64_t e = s->fend[--s->fend_head & (SK_FEND - 1)];
 		uint64_t start = s->fend_head != s->fend_tail ? s->fend[(s->fend_head - 1) & (SK_FEND - 1)] : 0;
 
 		lost++;
 		bytes += e - start - 4;
 	}
-	if (lost) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "the peer took no more within %d ms of the end", timeout_ms);
+	snprintf(why, sizeof(why), "the peer took no more within %d ms: connection reset", timeout_ms);
+	if (s->lfd < 0) {
+		__uskb_dev_set_down(dev, ECONNRESET, "%s", why);
+		__uskb_dev_tx_lost(dev, 0, lost, bytes, NULL);
+	} else {
 		__uskb_dev_tx_lost(dev, 0, lost, bytes, why);
-		s->reset_at_close = true;
 	}
+	/* reset: nothing counted lost goes out late */
+	s->reset_at_close = true;
+	close_now(s);
+	s->reset_at_close = false;
+	if (!s->ur) {
+		__uskb_sk_track_abandon(s);
+		s->t.head = s->t.tail = 0;
+	}
+	s->rlen = 0;
 }
 
 static void sk_close(struct uskb_dev *dev)

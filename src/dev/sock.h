@@ -95,14 +95,13 @@ struct sk_dev {
 	uint32_t conn_gen;	 /* stream: bumped at each new connection */
 	/*
 	 * tcp: where each frame handed to the kernel ends in the stream
-	 * (wpos: the bytes it took), so that the end (__uskb_sk_finish) can
-	 * count the frames the peer never acknowledged. A ring of the last
+	 * (wpos: the bytes it took), so that a drain can
+	 * count the frames the peer never acknowledged (__uskb_sk_drain). A ring of the last
 	 * SK_FEND frames: older ones are out of any send buffer.
 	 */
 	uint64_t wpos;
 	uint64_t *fend;
 	uint64_t fend_head, fend_tail;
-	bool finished;	    /* __uskb_sk_finish ran: nothing more is sent */
 	bool reset_at_close; /* frames counted lost are still queued: RST, never send them late */
 	bool nozc_once;	 /* ENOBUFS: the next send goes by copy */
 	struct udp_batch *ub;
@@ -158,6 +157,8 @@ USKB_HIDDEN void __uskb_sk_uring_fini(struct sk_dev *s);
 USKB_HIDDEN int __uskb_sk_uring_send(struct sk_dev *s, struct sk_rec *r, int flags);
 /* submit what is queued, take the completions there are; @wait_ms > 0: wait that long for one */
 USKB_HIDDEN int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms);
+/* cancel the sends still waiting on the socket; their results (failed: their frames lost) taken */
+USKB_HIDDEN void __uskb_sk_uring_cancel(struct sk_dev *s);
 
 /* sock_rx.c: udp receive into slots that skbs keep */
 USKB_HIDDEN int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms);
@@ -165,6 +166,8 @@ USKB_HIDDEN int __uskb_sk_udp_rx(struct sk_dev *s, struct uskb **skbs, int max, 
 USKB_HIDDEN int __uskb_sk_stream_rx(struct sk_dev *s, struct uskb **skbs, int max, int timeout_ms);
 USKB_HIDDEN void __uskb_sk_rx_free(struct sk_dev *s);
 
+/* sock_acked.c: the bytes the peer of TCP socket @fd acknowledged; 0, or -1 (then unknown) */
+USKB_HIDDEN int __uskb_sk_bytes_acked(int fd, uint64_t *acked);
 /* sock.c */
 USKB_HIDDEN void __uskb_sk_lost(struct sk_dev *s, struct sk_rec *r, int err);
 /* listen: take a waiting peer, waiting up to @wait_ms; true when connected */

@@ -36,6 +36,8 @@
 #endif
 
 #define RING_ENTRIES 256
+/* the user_data of a cancel (never a record's id, which is 32 bits) */
+#define CANCEL_TAG UINT64_MAX
 /* registered buffers: slots of the window, the most one buffer may span */
 #define FIX_SHIFT 30
 #define FIX_SLOTS 16
@@ -327,6 +329,8 @@ int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms)
 		struct sk_rec *r = &s->t.rec[id & s->t.mask];
 
 		n++;
+		if (cqe->user_data == CANCEL_TAG)
+			continue;
 		if (cqe->flags & IORING_CQE_F_NOTIF) {
 			__uskb_sk_complete(s, id, id,
 					   ((uint32_t)cqe->res & IORING_NOTIF_USAGE_ZC_COPIED) != 0);
@@ -339,6 +343,25 @@ int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms)
 	}
 	io_uring_cq_advance(ring, n);
 	return (int)n;
+}
+
+void __uskb_sk_uring_cancel(struct sk_dev *s)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!s->ur_pending || s->fd < 0)
+		return;
+	sqe = io_uring_get_sqe(&s->ur->ring);
+	if (!sqe) {
+		io_uring_submit(&s->ur->ring);
+		sqe = io_uring_get_sqe(&s->ur->ring);
+	}
+	if (sqe) {
+		io_uring_prep_cancel_fd(sqe, s->fd, IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+	}
+	for (int i = 0; s->ur_pending && i < 100; i++)
+		__uskb_sk_uring_reap(s, 10);
 }
 
 #else /* no liburing */
@@ -367,6 +390,11 @@ int __uskb_sk_uring_reap(struct sk_dev *s, int wait_ms)
 	(void)s;
 	(void)wait_ms;
 	return 0;
+}
+
+void __uskb_sk_uring_cancel(struct sk_dev *s)
+{
+	(void)s;
 }
 
 #endif

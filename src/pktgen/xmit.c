@@ -161,10 +161,9 @@ static void dev_flush(struct pg_dev *d)
 }
 
 /*
- * The last device of a run on its netdev: the end of its stream, with
- * PG_FINISH_MS for the peer to take what was sent (uskb_dev_finish): what
- * it does not take is lost, and counted as such rather than discarded
- * unseen at close
+ * The last device of a run on its netdev: PG_FINISH_MS for a stream's peer
+ * to take what was sent (uskb_dev_drain): what it does not take is lost,
+ * and counted as such rather than discarded unseen at close
  */
 static void dev_finish(struct pg_dev *d)
 {
@@ -175,7 +174,7 @@ static void dev_finish(struct pg_dev *d)
 		return;
 	}
 	tx_lock(d->nd, q);
-	uskb_dev_finish(d->nd->dev, q, PG_FINISH_MS);
+	uskb_dev_drain(d->nd->dev, q, PG_FINISH_MS);
 	tx_unlock(d->nd, q);
 }
 
