@@ -3,7 +3,11 @@
 # The man pages as a reader meets them in the tree: every page, links
 # included, renders with "man -l" to a NAME that lists its own name, without
 # a groff warning; every function the four libraries export (the maps) has
-# a page; every page a page refers to as name(3) or name(8) exists.
+# a page; every page a page refers to as name(3) or name(8) exists. In the
+# roff source (the rendered text hyphenates): every page but the overview
+# uskb.3 gives each name of its NAME line a prototype in its SYNOPSIS and has
+# a RETURN VALUE section, and every uskb_ function the headers declare
+# (USKB_API or USKB_INLINE) has a page.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # the source tree: above test/, build/test/ or build/VARIANT/test/
@@ -37,6 +41,34 @@ for map in src/libuskb.map src/dev/libuskb-netdev.map src/pktgen/libuskb-pktgen.
 	done
 done
 
+# the roff source of each page that is no link, but the overview: "name(" in
+# the SYNOPSIS (from .SH SYNOPSIS to the next .SH) for each NAME, and a
+# RETURN VALUE section
+np=0
+for f in man/man3/*.3; do
+	[ -L "$f" ] && continue
+	[ "$f" = man/man3/uskb.3 ] && continue
+	names=$(awk 'f { sub(/ \\-.*/, ""); gsub(/,/, " "); print; exit } /^\.SH NAME/ { f = 1 }' "$f")
+	[ -n "$names" ] || bad "$f: no names in its NAME section"
+	syn=$(awk '/^\.SH SYNOPSIS/ { f = 1; next } f && /^\.SH/ { exit } f' "$f")
+	[ -n "$syn" ] || bad "$f: no SYNOPSIS section"
+	for nm in $names; do
+		grep -qE "(^|[^A-Za-z0-9_])$nm\(" <<<"$syn" || bad "$f: $nm is in NAME but has no prototype in SYNOPSIS"
+	done
+	grep -q '^\.SH RETURN VALUE' "$f" || bad "$f: no RETURN VALUE section"
+	np=$((np + 1))
+done
+# every uskb_ function of the headers: USKB_API or USKB_INLINE, the type on
+# that line or more, the name where the first "(" is
+fns=$(awk '/^USKB_(API|INLINE) / { s = ""; f = 1 }
+	f { s = s " " $0; if (index($0, "(")) { sub(/\(.*/, "", s); k = split(s, w, /[ \t*]+/); print w[k]; f = 0 } }' \
+	include/uskb/*.h | grep '^uskb_' | sort -u)
+[ -n "$fns" ] || bad "no USKB_API or USKB_INLINE function found in include/uskb/*.h"
+for sym in $fns; do
+	[ -e "man/man3/$sym.3" ] || bad "$sym (declared in include/uskb/*.h) has no man page"
+done
+echo "$np pages give each NAME a prototype and a RETURN VALUE; $(echo "$fns" | wc -w) header functions have a page"
+
 refs=$(cat man/man3/*.3 man/man8/*.8 | grep -o '^\.BR* [a-z_0-9-]* *([38])' | sed 's/^\.BR* //; s/ *(/./; s/)//' | sort -u)
 for r in $refs; do
 	[ -e "man/man${r##*.}/$r" ] || bad "a page refers to ${r%.*}(${r##*.}), which has no page"
@@ -55,8 +87,9 @@ for t in pktgen dp vhost; do
 	[ "$syn" = "$usage" ] || bad "uskb-$t: --help's usage and the man page's SYNOPSIS differ: [$usage] [$syn]"
 	"$bin" -V | grep -q "^uskb-$t [0-9]" || bad "uskb-$t -V: $("$bin" -V 2>&1 | head -1)"
 	# every number the EXIT STATUS section gives is in the help's exit status
+	# (a reference to another page, as uskb-pktgen(8), is not an exit code)
 	codes=$(MANWIDTH=300 man -l "man/man8/uskb-$t.8" 2>/dev/null | col -b | sed -n '/^EXIT STATUS/,/^[A-Z]/p' |
-		grep -o '\b[0-9]\b' | sort -u)
+		sed 's/[A-Za-z0-9_-]*([0-9])//g' | grep -o '\b[0-9]\b' | sort -u)
 	hexit=$(printf '%s\n' "$help" | sed -n '/Exit status/,$p' | grep -o '\b[0-9]\b' | sort -u)
 	for c in $codes; do grep -qx "$c" <<<"$hexit" || bad "uskb-$t: exit $c is in the man page, not in --help"; done
 done
