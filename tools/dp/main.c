@@ -743,10 +743,10 @@ int main(int argc, char **argv)
 	if (!dp.quiet || dp.json)
 		print_stats((double)(now_ns() - start) / 1e9, true);
 	if (cnt_get(&dp.handler_deaths)) {
-		fprintf(stderr, "uskb-dp: %" PRIu64 " external handler%s died during the run; the %" PRIu64
-				" upcall%s in flight to %s counted in lost\n",
+		fprintf(stderr, "uskb-dp: %" PRIu64 " external handler%s died during the run; %" PRIu64
+				" upcall%s in flight to %s counted as lost\n",
 			cnt_get(&dp.handler_deaths), cnt_get(&dp.handler_deaths) == 1 ? "" : "s",
-			orphaned_total(), orphaned_total() == 1 ? " was" : "s were",
+			orphaned_total(), orphaned_total() == 1 ? "" : "s",
 			cnt_get(&dp.handler_deaths) == 1 ? "it" : "them");
 		status = 1;
 	}
