@@ -640,6 +640,11 @@ static void test_no_handler(const char *dp_path)
 	rc = run(cmd, err, sizeof(err), NULL);
 	CHECK_EQ(rc, 2);
 	CHECK(strstr(err, "Is a directory") != NULL);
+	/* the start line counts the handlers */
+	snprintf(cmd, sizeof(cmd), "%s -p udp:127.0.0.1:%u,listen -H 3 -d 0.2", dp_path, free_port());
+	rc = run(cmd, err, sizeof(err), NULL);
+	CHECK_EQ(rc, 0);
+	CHECK(strstr(err, "1 datapath thread, 3 handlers, zero-copy upcalls") != NULL);
 	rmdir(dir);
 }
 

@@ -168,6 +168,20 @@ done
 grep -q "No such file or directory" <<<"$(timeout 20 "$pg" -i "pcap:$tmp/nonexistent/x.pcap" -n 5 2>&1)" ||
 	bad "pcap: in a missing directory does not say so"
 
+# messages: a range gives only values it takes; a socket path that is a directory says so;
+# the MTU only where it may be the cause; no CPU figure per GB for a run too short to measure
+refused '-t: "0" is not a number from 1 to 4096' -t 0
+timeout 10 "$pg" --rx "unix:$tmp,listen" -n 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 5 ] && grep -q "something other than a socket is there (a directory or a file): left alone" "$tmp/err" ||
+	bad "--rx unix:DIR,listen: exit $rc: $(cat "$tmp/err")"
+timeout 10 "$pg" -i udp:127.0.0.1:9 -n 50 >/dev/null 2>"$tmp/err"
+grep -q "Connection refused" "$tmp/err" && ! grep -q "MTU" "$tmp/err" || bad "udp: refused: $(cat "$tmp/err")"
+out=$("$pg" -i null -n 10)
+grep -q "too short a run for a figure per GB" <<<"$out" && ! grep -q "CPU-seconds per GB" <<<"$out" ||
+	bad "a 10-packet run gives a CPU figure: $(tail -n 1 <<<"$out")"
+grep -q '"cpu_s_per_gb": null' <<<"$("$pg" -i null -n 10 --json)" || bad "--json of a 10-packet run: cpu_s_per_gb not null"
+
 # --rx against a burst of 4 (one skb, one number, sent four times): duplicates, not loss
 port=$((20000 + ($$ + 7) % 12000))
 "$pg" --rx "udp:127.0.0.1:$port,listen" -n 1000 --duration 20 --json -q >"$tmp/rx" 2>&1 &
