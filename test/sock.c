@@ -1059,6 +1059,69 @@ static void test_drain(const char *opts)
 	}
 }
 
+/*
+ * A listening device whose peer stopped reading: the drain counts what the
+ * peer did not take and resets it, a frame half out included, and the
+ * next peer gets whole frames from the first byte (never the rest of the
+ * old one's frame)
+ */
+static void test_drain_listen(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	static unsigned char want[9000];
+	int p1 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rcv = 4096, sent = 0, res;
+	struct peer second = { .fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), .len = 9000 };
+	uint16_t port = (uint16_t)(port_base + 1900);
+	struct uskb_dev *tx;
+	char spec[64];
+	uint64_t dropped;
+	pthread_t th;
+	int got1;
+
+	snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%u,listen", port);
+	tx = uskb_dev_open(spec);
+	CHECK(tx != NULL);
+	if (!tx)
+		return;
+	sa.sin_port = htons(port);
+	setsockopt(p1, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	CHECK_EQ(connect(p1, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (unsigned int i = 0, busy = 0; busy < 200 && i < 100000; i++) {
+		struct uskb *skb = frame(9000, i, PAGED, want);
+
+		uskb_dev_xmit(tx, 0, &skb, 1, &res);
+		if (res == USKB_XMIT_BUSY) {
+			uskb_free(skb);
+			busy++;
+			i--;
+			uskb_dev_flush(tx, 0);
+			continue;
+		}
+		busy = 0;
+		sent += res == USKB_XMIT_OK;
+	}
+	uskb_dev_drain(tx, 0, 300);
+	dropped = dev_stat(tx, tx_dropped);
+	CHECK(sent > 0 && dropped > 0);
+	CHECK(uskb_dev_running(tx)); /* listening: it waits for the next peer */
+	got1 = frames_read(p1, 9000);
+	CHECK_EQ((uint64_t)got1, (uint64_t)sent - dropped);
+	/* the next peer: whole frames only */
+	CHECK_EQ(connect(second.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pthread_create(&th, NULL, peer_reads, &second);
+	for (unsigned int i = 0; i < 20; i++)
+		CHECK_EQ(send_one(tx, frame(9000, 1000 + i, PAGED, want)), USKB_XMIT_OK);
+	uskb_dev_drain(tx, 0, 3000);
+	uskb_dev_close(tx);
+	pthread_join(th, NULL);
+	CHECK_EQ(second.got, 20);
+	if (t_failures)
+		fprintf(stderr, "drain, listening: sent %d, dropped %llu, the first peer read %d, the second %d\n",
+			sent, (unsigned long long)dropped, got1, second.got);
+	close(p1);
+	close(second.fd);
+}
+
 /* ---- as root: a sink that takes no copy ---- */
 
 static int sh(const char *cmd)
@@ -1284,6 +1347,7 @@ int main(int argc, char **argv)
 	test_backpressure("tcp", ",zc,copybreak=0");
 	test_drain("");
 	test_drain(",zc,copybreak=0");
+	test_drain_listen();
 	if (uring_ok)
 		test_drain(",uring,copybreak=0");
 	if (uring_ok) {

@@ -77,8 +77,12 @@ static int sock_setup(struct sk_dev *s, int fd)
 	int one = 1;
 
 	set_nonblock(fd);
-	if (s->o.kind == SK_TCP)
+	if (s->o.kind == SK_TCP) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* a connecting socket's count starts at 1: its SYN */
+		if (__uskb_sk_bytes_acked(fd, &s->acked0))
+			s->acked0 = 0;
+	}
 	if (s->o.kind == SK_UDP) {
 		/* room for a burst (each datagram costs its truesize), and the kernel's drop count */
 		int rcv = RX_RCVBUF;
@@ -217,7 +221,7 @@ bool __uskb_sk_accept(struct sk_dev *s, int wait_ms)
 	s->rx_eof = false;
 	s->conn_gen++;
 	s->wpos = 0;
-	s->fend_head = s->fend_tail = 0;
+	s->fend_head = s->fend_tail = s->fend_floor = 0;
 	s->ur_err = 0;
 	return true;
 }
@@ -1147,11 +1151,14 @@ void __uskb_sk_drain(struct uskb_dev *dev, int timeout_ms)
 		s->ur_err = 0; /* the reset below says it */
 	}
 	/* the frames that end past what the peer acknowledged (bytes_acked: Linux 4.1) */
-	if (__uskb_sk_bytes_acked(s->fd, &acked))
+	if (__uskb_sk_bytes_acked(s->fd, &acked) || acked < s->acked0)
 		acked = s->wpos > (uint64_t)outq ? s->wpos - (uint64_t)outq : 0;
+	else
+		acked -= s->acked0;
 	while (s->fend && s->fend_head != s->fend_tail && s->fend[(s->fend_head - 1) & (SK_FEND - 1)] > acked) {
 		uint64_t e = s->fend[--s->fend_head & (SK_FEND - 1)];
-		uint64_t start = s->fend_head != s->fend_tail ? s->fend[(s->fend_head - 1) & (SK_FEND - 1)] : 0;
+		uint64_t start = s->fend_head != s->fend_tail ? s->fend[(s->fend_head - 1) & (SK_FEND - 1)] :
+								s->fend_floor;
 
 		lost++;
 		bytes += e - start - 4;
@@ -1162,6 +1169,11 @@ void __uskb_sk_drain(struct uskb_dev *dev, int timeout_ms)
 		__uskb_dev_tx_lost(dev, 0, lost, bytes, NULL);
 	} else {
 		__uskb_dev_tx_lost(dev, 0, lost, bytes, why);
+	}
+	/* a frame half out is among those counted: the next peer must not get its rest */
+	if (s->part) {
+		uskb_consume(s->part);
+		s->part = NULL;
 	}
 	/* reset: nothing counted lost goes out late */
 	s->reset_at_close = true;

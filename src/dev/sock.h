@@ -102,6 +102,8 @@ struct sk_dev {
 	uint64_t wpos;
 	uint64_t *fend;
 	uint64_t fend_head, fend_tail;
+	uint64_t fend_floor; /* where the last frame out of the ring ended (the next one's start) */
+	uint64_t acked0;     /* tcpi_bytes_acked at the connection's start (a connecting socket's SYN) */
 	bool reset_at_close; /* frames counted lost are still queued: RST, never send them late */
 	bool nozc_once;	 /* ENOBUFS: the next send goes by copy */
 	struct udp_batch *ub;
@@ -121,7 +123,7 @@ static inline void sk_frame_end(struct sk_dev *s, uint64_t end)
 	if (!s->fend)
 		return;
 	if (s->fend_head - s->fend_tail == SK_FEND)
-		s->fend_tail++;
+		s->fend_floor = s->fend[s->fend_tail++ & (SK_FEND - 1)];
 	s->fend[s->fend_head++ & (SK_FEND - 1)] = end;
 }
 

@@ -298,12 +298,12 @@ static void result(struct sk_dev *s, struct sk_rec *r, int res)
 	if (res >= 0 && (!s->stream || (uint32_t)res == r->bytes)) {
 		if (r->fixed) /* sent: from a registered buffer */
 			s->zc_fixed += r->n;
-		/* the stream's bytes now in the socket, frame by frame */
-		for (unsigned int i = 0; s->stream && i < r->n; i++)
+		/* the stream's bytes now in the socket, frame by frame (this connection's only) */
+		for (unsigned int i = 0; s->stream && r->gen == s->conn_gen && i < r->n; i++)
 			sk_frame_end(s, s->wpos += 4 + r->skb[i]->len);
 		return;
 	}
-	if (s->stream && res > 0) /* in the socket, but the record's frames are lost whole */
+	if (s->stream && res > 0 && r->gen == s->conn_gen) /* in the socket; its frames are lost whole */
 		s->wpos += (uint64_t)res;
 	__uskb_sk_lost(s, r, res < 0 ? -res : EPIPE);
 	/* a send of an earlier connection failing says nothing of this one */

@@ -612,18 +612,25 @@ int __uskb_pg_run(struct uskb_pktgen *pg)
 	int i;
 
 	atomic_store(&pg->running, true);
+	/*
+	 * Every device first, then the threads: a device that ends early must
+	 * not find itself the last user of a netdev another thread's device
+	 * has yet to start on (the last one to stop drains the stream)
+	 */
+	for (i = 0; i < pg->nthreads; i++)
+		for (struct pg_dev *d = pg->threads[i].devs; d; d = d->next)
+			dev_start(d);
 	for (i = 0; i < pg->nthreads; i++) {
 		struct pg_thread *t = &pg->threads[i];
 
 		started[i] = false;
-		for (struct pg_dev *d = t->devs; d; d = d->next)
-			dev_start(d);
 		if (t->devs && pthread_create(&t->th, NULL, thread_worker, t) == 0)
 			started[i] = true;
 		else
 			for (struct pg_dev *d = t->devs; d; d = d->next)
 				if (atomic_load(&d->running)) {
 					__uskb_pg_live_stop(d);
+					atomic_fetch_sub(&d->nd->active, 1);
 					atomic_store(&d->running, false);
 					snprintf(d->result, RESULT_SZ, "Error starting");
 				}
