@@ -360,15 +360,24 @@ static int send_vports(int fd)
 	return 0;
 }
 
-/* a reply from the handler on @fd: 1, 0 when none is waiting, -1 when the handler is gone */
-static int take_reply(int fd)
+/*
+ * A reply from the handler on @fd: 1, 0 when none is waiting, -1 when the
+ * handler is gone. A handler that died with upcalls unread makes the
+ * kernel report ECONNRESET once, ahead of the replies it sent before:
+ * those are still read (1), and @reset remembers the death.
+ */
+static int take_reply(int fd, bool *reset)
 {
 	static uint8_t buf[1 << 17];
 	ssize_t n = recv(fd, buf, sizeof(buf), MSG_TRUNC | MSG_DONTWAIT);
 	struct uskb *msg;
 
+	if (n < 0 && errno == ECONNRESET) {
+		*reset = true;
+		return 1;
+	}
 	if (n < 0)
-		return errno == EINTR ? 1 : errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		return errno == EINTR ? 1 : errno == EAGAIN || errno == EWOULDBLOCK ? (*reset ? -1 : 0) : -1;
 	/*
 	 * A seqpacket socket reads 0 both at its end and for an empty
 	 * message: only a peer that hung up ends the handler; an empty
@@ -394,9 +403,10 @@ static int take_reply(int fd)
 /* every reply waiting on @fd: false when the handler is gone (its end read) */
 static bool take_replies(int fd)
 {
+	bool reset = false;
 	int r;
 
-	while ((r = take_reply(fd)) > 0 && !atomic_load(&dp.stop))
+	while ((r = take_reply(fd, &reset)) > 0 && !atomic_load(&dp.stop))
 		;
 	return r >= 0;
 }
@@ -428,6 +438,8 @@ static uint64_t orphaned_total(void)
  * counts what it had in flight there as lost, and then (no thread can be
  * sending on it now) the socket closes
  */
+static int stale_fd = -1; /* a handler buried at the stop: closed once the threads have ended */
+
 static void bury_handler(int fd)
 {
 	uint64_t before = orphaned_total();
@@ -439,8 +451,13 @@ static void bury_handler(int fd)
 		while (atomic_load_explicit(&dp.thr[i]->handler_ack, memory_order_acquire) != gen &&
 		       !atomic_load(&dp.stop))
 			usleep(1000);
+	if (atomic_load(&dp.stop)) {
+		/* a thread may not have settled: the fd stays open (never reused) until they end */
+		stale_fd = fd;
+		return;
+	}
 	close(fd);
-	if (!atomic_load(&dp.stop)) {
+	{
 		pthread_mutex_lock(&dp.print_lock);
 		fprintf(stderr,
 			"uskb-dp: --handler-socket %s: the external handler went away; %" PRIu64
@@ -496,11 +513,8 @@ static void *reader_main(void *arg)
 		}
 		pthread_mutex_unlock(&dp.print_lock);
 	}
-	/* the end: the threads have stopped, nothing sends on it */
-	atomic_store(&dp.hsock, -1);
-	if (fd >= 0)
-		close(fd);
-	return NULL;
+	/* the end: main closes it once the datapath threads, which may still send on it, have ended */
+	return (void *)(intptr_t)fd;
 }
 
 /* the socket file goes with the process, however it exits (a kill -9's is replaced by the next run) */
@@ -735,7 +749,14 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < started; i++)
 		pthread_join(dp.thr[i]->tid, NULL);
 	if (dp.handler_socket) {
-		pthread_join(reader, NULL);
+		void *last;
+
+		pthread_join(reader, &last);
+		atomic_store(&dp.hsock, -1);
+		if ((int)(intptr_t)last >= 0)
+			close((int)(intptr_t)last);
+		if (stale_fd >= 0)
+			close(stale_fd);
 		close(listen_fd);
 	} else {
 		handlers_stop();
