@@ -34,7 +34,7 @@
 # -o  logs and DIR/summary.txt, DIR/summary.json (default build/soak-services)
 # Needs root (the dp kind's namespace), dpdk-testpmd for vhost, and
 # `make tools tests` (the tools and test/helpers). Exit 0 when every kind
-# passed; 77 when something it needs is missing.
+# passed; 77 when no kind could run (each says why it skipped).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 B=${USKB_BUILD:-$here/build}
@@ -59,7 +59,7 @@ warm=$((secs / 10 < 10 ? 10 : secs / 10))
 mkdir -p "$out"
 : >"$out/summary.txt"
 echo "[" >"$out/summary.json"
-first=1 fail=0
+first=1 fail=0 ran=0
 
 # the first number KEY has in the JSON text $2
 json_num() { grep -o "\"$1\": [0-9]*" <<<"$2" | head -n 1 | grep -o '[0-9]*$'; }
@@ -111,6 +111,7 @@ soak_vhost() {
 	local log=$out/vhost sock vp sp t0 cycles=0 served=0 stalls=0 dropped_ok=0 sent=0 tx rc final
 	local stall_ms="" next_stall=$stall_every sfp=""
 	command -v dpdk-testpmd >/dev/null || { echo "soak-services.sh: vhost: skipped: no dpdk-testpmd (scripts/deps.sh --bench)"; return; }
+	ran=$((ran + 1))
 	mkdir -p "$log"
 	sock=$log/vh.sock
 	rm -f "$sock"
@@ -175,10 +176,11 @@ soak_vhost() {
 soak_dp() {
 	local log=$out/dp ns=uskbsoak$$ sock p1=40001 p2=40002 dpp pgp sp hp t0 kills=0 rc final
 	[ "$(id -u)" = 0 ] || { echo "soak-services.sh: dp: skipped: needs root (a network namespace)"; return; }
+	ran=$((ran + 1))
 	mkdir -p "$log"
 	sock=$log/h.sock
 	rm -f "$sock"
-	ip netns add $ns || { why=" ip netns add failed;"; return; }
+	ip netns add $ns || { echo "FAIL dp: ip netns add $ns failed" | tee -a "$out/summary.txt"; fail=1; return; }
 	trap 'ip netns del '$ns' 2>/dev/null; kill $(jobs -p) 2>/dev/null; exit 130' INT TERM
 	ip -n $ns link set lo up
 	ip netns exec $ns "$dpt" -p "udp:127.0.0.1:$p1,listen" -p "udp:127.0.0.1:$p2,listen" \
@@ -246,4 +248,5 @@ for kind in $kinds; do
 	esac
 done
 echo "]" >>"$out/summary.json"
+[ $fail = 0 ] && [ $ran = 0 ] && exit 77 # nothing it needs was here: said above
 exit $fail

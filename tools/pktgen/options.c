@@ -271,10 +271,13 @@ void cli_parse(int argc, char **argv, struct options *o)
 		case O_VETH:
 			o->use_veth = true;
 			o->veth_prefix = optarg;
+			/* uvNUMBER is the default's (a run's pid): another run would take it for a dead one's */
 			if (optarg && (!*optarg || strlen(optarg) > 10 ||
-				       strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(optarg)))
-				die_usage("--veth=%s: a prefix is 1 to 10 of a-z and 0-9 (the namespaces are "
-					  "PREFIX-a and PREFIX-b)", optarg);
+				       strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(optarg) ||
+				       (!strncmp(optarg, "uv", 2) && optarg[2] &&
+					strspn(optarg + 2, "0123456789") == strlen(optarg + 2))))
+				die_usage("--veth=%s: a prefix is 1 to 10 of a-z and 0-9, not uvNUMBER (the "
+					  "namespaces are PREFIX-a and PREFIX-b)", optarg);
 			break;
 		case O_RX: o->rx_dev = optarg; break;
 		case 'V': printf("uskb-pktgen %s (pktgen 2.75 command language)\n", USKB_VERSION_STRING); exit(0);
