@@ -64,7 +64,7 @@ static void usage(FILE *f)
 		"      --veth[=PREFIX] (root) send through a private veth pair made for the run\n"
 		"                     (198.18.0.1 -> 198.18.0.2) and removed after it, in\n"
 		"                     namespaces PREFIX-a and PREFIX-b (default uvPID; PREFIX:\n"
-		"                     1 to 10 of a-z 0-9); -i may then name the kind: packet\n"
+		"                     1 to 10 of a-z 0-9, not uvNUMBER); -i may then name the kind: packet\n"
 		"                     (default), packet::mmsg, xdp, xdp-live\n"
 		"      --no-pin       do not pin thread N to CPU N\n"
 		"      --rx DEV       receive instead (packet:IFNAME, xdp:IFNAME[:QUEUE], an\n"
