@@ -10,7 +10,7 @@
 #   scripts/deps.sh --interop the peers the socket devices are tested against (qemu-system-x86, passt)
 set -eu
 
-pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev liburing-dev libmnl-dev man-db bpftool"
+pkgs="build-essential pkg-config clang libclang-rt-14-dev valgrind tshark iproute2 libxdp-dev libbpf-dev liburing-dev libmnl-dev man-db bpftool gdb"
 for a in "$@"; do
 	case $a in
 	--bench) pkgs="$pkgs libdpdk-dev dpdk-dev netsniff-ng iperf3 openvswitch-switch" ;;

@@ -84,20 +84,29 @@ vhost_start() {
 	echo "stopped: every case serves a guest"
 	exit 1
 }
-# (timeout -k: a backend still running 10 s after the SIGINT is killed, and exits 137)
-vhost_stop() {
+# (timeout -k: a backend still running 60 s after the SIGINT is killed, and exits 137; gdb,
+# from scripts/deps.sh, shows where it was 8 s after the SIGINT)
+# vhost_end NAME: SIGINT, then its exit status in $rc and its last line in $final; a backend
+# that has not ended 8 s after the SIGINT shows its threads' stacks, to say where
+vhost_end() {
 	local pid
 	pid=$(pgrep -P $vp | head -1) # uskb-vhost itself, under timeout
 	kill -INT $vp
-	# a backend that has not ended 8 s after the SIGINT: its threads' stacks, to say where
 	for _ in $(seq 80); do kill -0 $vp 2>/dev/null || break; sleep 0.1; done
-	if kill -0 $vp 2>/dev/null && [ -n "$pid" ] && command -v gdb >/dev/null; then
-		echo "$1: uskb-vhost (pid $pid) still runs 8 s after SIGINT:"
-		gdb -p "$pid" -batch -ex "thread apply all bt 15" 2>/dev/null | grep -E '^#|^Thread' | head -40
+	if kill -0 $vp 2>/dev/null && [ -n "$pid" ]; then
+		echo "$1: uskb-vhost (pid $pid) still runs 8 s after SIGINT: $(tr '\0' ' ' </proc/$pid/cmdline 2>/dev/null)"
+		if command -v gdb >/dev/null; then
+			gdb -p "$pid" -batch -ex "thread apply all bt 15" 2>/dev/null | grep -E '^#|^Thread' | head -40
+		else
+			cat /proc/$pid/task/*/stack /proc/$pid/task/*/wchan 2>/dev/null | head -20
+		fi
 	fi
 	wait $vp
-	local rc=$?
+	rc=$?
 	final=$(grep '"final": true' "$tmp/vh.json")
+}
+vhost_stop() {
+	vhost_end "$1"
 	[ $rc = 0 ] || bad "$1: uskb-vhost exit $rc: $(cat "$tmp/vh.err")"
 }
 
@@ -187,10 +196,7 @@ kill -KILL $prx
 wait $prx 2>/dev/null
 vh_wait dropped 1000 $tpp || bad "device fails: $(vh_now dropped) frames dropped after the peer went"
 testpmd_stop >/dev/null
-kill -INT $vp
-wait $vp
-rc=$?
-final=$(grep '"final": true' "$tmp/vh.json")
+vhost_end "device fails"
 [ $rc = 1 ] && grep -q "the device failed, its frames are dropped from now on: the peer went away" "$tmp/vh.err" &&
 	grep -q "the device failed during the run ([0-9]* frames dropped)" "$tmp/vh.err" &&
 	[ "$(json_num dropped "$final")" -ge 1000 ] ||
@@ -209,9 +215,7 @@ vhost_start -d "tcp:127.0.0.1:$port3,zc"
 testpmd_start "$tmp/tpa" "$tmp/vh.sock" --forward-mode=txonly --txpkts=1500
 vh_wait pending 64 $tpp || bad "abandoned: $(vh_now pending) chains out behind the stalled peer"
 testpmd_stop >/dev/null
-kill -INT $vp
-wait $vp
-rc=$?
+vhost_end abandoned
 kill $stp 2>/dev/null
 wait $stp 2>/dev/null
 final=$(grep '"final": true' "$tmp/vh.json")
