@@ -761,6 +761,17 @@ static bool push_part(struct sk_dev *s)
 	return true;
 }
 
+/* a frame half out would leave the peer mid-frame: finish it while the peer reads, until @end */
+static void finish_part(struct sk_dev *s, uint64_t end)
+{
+	while (s->part && s->fd >= 0 && uskb_dev_running(s->dev) && uskb_mono_ns() < end) {
+		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+		if (!push_part(s))
+			poll(&pfd, 1, 10);
+	}
+}
+
 /* the stream is there to send on (listen: a peer came); false: wait */
 static bool stream_ready(struct sk_dev *s, int wait_ms)
 {
@@ -1120,12 +1131,7 @@ void __uskb_sk_drain(struct uskb_dev *dev, int timeout_ms)
 	s = dev->priv;
 	if (s->fd < 0 || !uskb_dev_running(dev))
 		return;
-	while (s->part && s->fd >= 0 && uskb_dev_running(dev) && uskb_mono_ns() < end) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
-
-		if (!push_part(s))
-			poll(&pfd, 1, 10);
-	}
+	finish_part(s, end);
 	for (;;) {
 		struct pollfd pfd = { .fd = s->fd, .events = 0 };
 
@@ -1191,13 +1197,7 @@ static void sk_close(struct uskb_dev *dev)
 	struct sk_dev *s = dev->priv;
 	uint64_t end = uskb_mono_ns() + (uint64_t)CLOSE_WAIT_MS * 1000000u;
 
-	/* a frame half out would leave the peer mid-frame: finish it if the peer reads */
-	while (s->part && s->fd >= 0 && uskb_dev_running(dev) && uskb_mono_ns() < end) {
-		struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
-
-		if (!push_part(s))
-			poll(&pfd, 1, 10);
-	}
+	finish_part(s, end);
 	drain(s, CLOSE_WAIT_MS);
 	sk_free(s);
 }
