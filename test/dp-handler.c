@@ -110,6 +110,30 @@ static int run(const char *cmd, char *err, size_t len, double *secs)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static int handler_connect(const char *sock)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	strcpy(sa.sun_path, sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* the handler's end of the datapath's socket, once the datapath listens (5 s at most); -1 */
+static int handler_wait(const char *sock)
+{
+	int fd = -1;
+
+	for (int i = 0; i < 100 && fd < 0; i++)
+		if ((fd = handler_connect(sock)) < 0)
+			usleep(50000);
+	return fd;
+}
+
 /* ---- messages ---- */
 
 static struct uskb *msg_start(uint16_t family, uint8_t cmd, uint32_t pid)
@@ -181,7 +205,6 @@ static void test_handler(const char *dp_path)
 	static uint8_t buf[1 << 17], upbuf[1 << 17];
 	uint16_t p1 = free_port(), p2 = free_port(), myport;
 	int tx = udp_sock(&myport), rx2 = -1, hs = -1, status, nbad = 0;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const struct nlmsghdr *up;
 	struct upcall u = { 0 };
 	ssize_t n, uplen;
@@ -201,15 +224,7 @@ static void test_handler(const char *dp_path)
 		      "--quiet", "--duration", "20", "-v", (char *)NULL);
 		_exit(127);
 	}
-	strcpy(sa.sun_path, sock);
-	for (int i = 0; i < 100 && hs < 0; i++) {
-		hs = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (connect(hs, (struct sockaddr *)&sa, sizeof(sa))) {
-			close(hs);
-			hs = -1;
-			usleep(50000);
-		}
-	}
+	hs = handler_wait(sock);
 	CHECK(hs >= 0);
 	if (hs < 0)
 		goto out;
@@ -431,19 +446,6 @@ static unsigned long long json_last(const char *path, const char *key)
 	return v;
 }
 
-static int handler_connect(const char *sock)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	strcpy(sa.sun_path, sock);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* this test's frame from UDP source port @sport (a flow of its own) */
 static void send_flow(int tx, uint16_t port, uint16_t sport)
 {
@@ -487,9 +489,7 @@ static void test_handler_dies(const char *dp_path)
 		      "--stats", "0.05", "--quiet", "--duration", "30", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 100 && hs < 0; i++)
-		if ((hs = handler_connect(sock)) < 0)
-			usleep(50000);
+	hs = handler_wait(sock);
 	CHECK(hs >= 0);
 	if (hs < 0)
 		goto stop;
